@@ -1,0 +1,60 @@
+# tgc: a native port of tinygrad 0.11.0's scheduler, with C/OpenCL/CUDA codegen.
+#   make              build/tgc and build/libtgc.a (optimised)
+#   make debug        -O0 -g with ASan+UBSan into build-debug/
+#   make test         every test suite (Criterion unit tests, CLI tests, corpus conformance)
+#   make conformance  the scoreboard over ../shared/oracle
+#   make bench        scheduling speed over the largest corpus graphs
+#   make fuzz         libFuzzer on the graph reader (FUZZ_SECONDS=N)
+CC      ?= cc
+BUILD   ?= build
+ORACLE  ?= ../shared/oracle
+OPT     ?= -O2
+WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
+CFLAGS  ?=
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(CFLAGS) -Ilib -MMD -MP
+LDLIBS  := -lcjson -lm -ldl
+LIB_SRC := $(sort $(wildcard lib/*/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all debug test unit cli-test conformance bench fuzz clean
+all: $(BUILD)/tgc $(BUILD)/libtgc.a
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libtgc.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tgc: $(BUILD)/cli/tgc.o $(BUILD)/libtgc.a
+	$(CC) $(OPT) $(CFLAGS) $^ -o $@ $(LDLIBS) $(LDFLAGS)
+
+$(BUILD)/tests/%: tests/%.c $(BUILD)/libtgc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libtgc.a -o $@ -lcriterion $(LDLIBS) $(LDFLAGS)
+
+debug:
+	$(MAKE) BUILD=build-debug OPT="-O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
+	  LDFLAGS="-fsanitize=address,undefined" all
+
+unit: $(TEST_BIN)
+	@set -e; for t in $(TEST_BIN); do echo "== $$t"; TGC_ORACLE=$(ORACLE) $$t --jobs 2; done
+
+cli-test: $(BUILD)/tgc
+	TGC=$(BUILD)/tgc ORACLE=$(ORACLE) sh tests/cli.sh
+
+conformance: $(BUILD)/tgc
+	TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE)
+
+test: unit cli-test conformance
+
+bench: $(BUILD)/tgc
+	TGC=$(BUILD)/tgc sh tests/bench.sh $(ORACLE)
+
+clean:
+	rm -rf build build-debug
+
+-include $(LIB_OBJ:.o=.d) $(BUILD)/cli/tgc.d

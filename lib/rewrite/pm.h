@@ -1,0 +1,84 @@
+/* rewrite: UPat, PatternMatcher and graph_rewrite, with tinygrad 0.11.0's semantics
+ * (uop/ops.py: UPat.match, PatternMatcher.rewrite, RewriteContext.unified_rewrite,
+ * graph_rewrite, graph_rewrite_map, _substitute).
+ *
+ * Rules are data: a table of {pattern, callback} rows, written like tinygrad's lists:
+ *
+ *   static const Rule kernelize_sym[] = {
+ *     // DETACH and CONTIGUOUS_BACKWARD are NOOPs here
+ *     { UP(.ops = OPS(OP_DETACH, OP_CONTIGUOUS_BACKWARD), .name = "x"), rw_x_src0 },
+ *     // reduce on stride 0 is collapsed
+ *     { UP(.ops = OPS(OP_REDUCE_AXIS), .name = "reduce", SRC(UP(.name = "x"))), simplify_stride0_reduce },
+ *   };
+ *   PM *pm = pm_new(kernelize_sym, RULES_N(kernelize_sym));
+ *
+ * Patterns are static const data (compound literals), compiled once by pm_new into per-op
+ * buckets with early-reject sets. Callbacks get the bindings and the rewrite's ctx, and return
+ * the replacement or NULL for "no match". */
+#ifndef TGC_PM_H
+#define TGC_PM_H
+#include "../uop/uop.h"
+
+typedef struct UPat UPat;
+enum { PS_NONE, PS_TUPLE, PS_PERM, PS_REPEAT, PS_ANY };
+struct UPat {
+  const Op *ops;            /* zero-terminated op list, or NULL */
+  unsigned groups;          /* G_* groups added to ops */
+  const Op *except;         /* zero-terminated ops removed (GroupOp.All-{...}) */
+  bool all_ops;             /* GroupOp.All */
+  const int *dts;           /* dtype match: -1-terminated Scalar list (dtype or dtype.scalar() in set) */
+  int dtclass;              /* 0, or DTC_* (dtypes.ints/floats/...) */
+  int srcmode;              /* PS_*: NONE (any srcs), TUPLE (fixed), PERM (any permutation: tinygrad's list),
+                               REPEAT (every src matches src[0]), ANY (UPat.any: alternatives in src) */
+  int nsrc; const UPat *const *src;
+  bool has_cval; double cval; /* arg == number (Python ==, so 0 matches 0, 0.0 and False) */
+  bool has_argop; Op argop;   /* arg == Ops member */
+  const char *name;         /* binding name */
+  bool allow_any_len;
+  bool (*pred)(UOp *u);     /* extra predicate on the node (for arg matches that are not numbers) */
+  const Op *early_reject;   /* custom_early_reject, zero-terminated */
+};
+enum { DTC_NONE, DTC_INTS, DTC_FLOATS, DTC_BOOL, DTC_INT_OR_BOOL };
+
+#define UP(...) (&(const UPat){__VA_ARGS__})
+#define OPS(...) ((const Op[]){__VA_ARGS__, OP_INVALID})
+#define DTS(...) ((const int[]){__VA_ARGS__, -1})
+#define UPARR(...) ((const UPat *const[]){__VA_ARGS__})
+#define NARGS_P(...) ((int)(sizeof(UPARR(__VA_ARGS__)) / sizeof(const UPat *)))
+#define SRC(...) .srcmode = PS_TUPLE, .src = UPARR(__VA_ARGS__), .nsrc = NARGS_P(__VA_ARGS__)
+#define SRC_PERM(...) .srcmode = PS_PERM, .src = UPARR(__VA_ARGS__), .nsrc = NARGS_P(__VA_ARGS__)
+#define SRC_REPEAT(p) .srcmode = PS_REPEAT, .src = UPARR(p), .nsrc = 1
+#define UP_ANY(...) UP(.srcmode = PS_ANY, .src = UPARR(__VA_ARGS__), .nsrc = NARGS_P(__VA_ARGS__))
+/* UPat.var(name) and UPat.cvar(name) */
+#define UVAR(n) UP(.name = (n))
+#define UCVAR(n) UP(.ops = OPS(OP_CONST, OP_VCONST), .name = (n))
+
+typedef struct Match {
+  UOp *root;
+  int n; const char *names[16]; UOp *vals[16];
+} Match;
+UOp *m_get(const Match *m, const char *name);   /* the binding; fails (internal error) when unbound */
+UOp *m_opt(const Match *m, const char *name);   /* NULL when unbound */
+
+typedef UOp *(*RuleFn)(const Match *m, void *ctx);
+typedef struct Rule { const UPat *pat; RuleFn fn; } Rule;
+#define RULES_N(t) ((int)(sizeof(t) / sizeof((t)[0])))
+
+typedef struct PM PM;
+PM *pm_new(const Rule *rules, int n);           /* process-lifetime; build once */
+PM *pm_concat(int n, PM *const *pms);           /* tinygrad's pm1+pm2+... (rules in order) */
+UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx); /* PatternMatcher.rewrite: first rule returning non-NULL, non-u */
+bool upat_match(const UPat *p, UOp *u, Match *m); /* first binding of a pattern alone (tests, helpers) */
+
+/* graph_rewrite(sink, pm, ctx, bottom_up, bpm) */
+UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm);
+/* graph_rewrite_map(...): map from every node of sink's toposort to its rewrite; with input_map,
+ * also every key k of input_map maps to new_map.get(input_map[k], input_map[k]). Metadata moves
+ * to rewritten nodes as tinygrad's all_metadata does. */
+UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map);
+/* UOp.substitute(dvars): dvars maps UOp -> UOp (entries with k == v ignored) */
+UOp *uop_substitute(UOp *root, const UMap *dvars);
+extern PM *pm_substitute;                        /* _substitute, ctx is a UMap* */
+void pm_init(void);                              /* builds the shared matchers; idempotent */
+
+#endif

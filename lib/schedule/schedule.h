@@ -1,0 +1,33 @@
+/* schedule: tinygrad 0.11.0's scheduler. get_kernelize_map (schedule/kernelize.py) with
+ * everything it calls (multi_pm, do_fuse, merge_views, kernelize_sym, replace_contiguous,
+ * group_realizes/do_realize, add_contiguous, finalize_contiguous, create_kernels, fix_assign,
+ * create_ast), type_verify against tensor_uop_spec, then create_schedule_with_vars' ordering. */
+#ifndef TGC_SCHEDULE_H
+#define TGC_SCHEDULE_H
+#include "../shape/shape.h"
+
+/* one buffer of a schedule item: a BUFFER uop, and for a multi-device BUFFER the shard index */
+typedef struct SchedBuf { UOp *buf; int shard; /* -1 when single-device */ } SchedBuf;
+typedef struct SchedItem {
+  UOp *ast;                 /* the kernel AST (SINK ... or COPY/BUFFER_VIEW) */
+  UOp *kernel;              /* the KERNEL uop it came from */
+  int nbufs; SchedBuf *bufs;/* DEFINE_GLOBAL order */
+  MetaList meta;
+  int nvars; UOp **vars; int64_t *vals; /* var_vals for this item (incl. _device_num) */
+} SchedItem;
+typedef struct Schedule {
+  int nitems; SchedItem *items;
+  int nkernels, ncopies, nviews;  /* SINK items, COPY items, BUFFER_VIEW items */
+  UMap kernelize_map;             /* tensor uop -> rewritten uop */
+  UOp *sched_sink;                /* kernelize_map[sink] */
+} Schedule;
+
+/* named stages for `tgc dump --stage NAME` */
+extern const char *const sched_stage_names[];
+UOp *sched_run_until(UOp *sink, const char *stage);           /* the graph after that stage */
+
+UMap get_kernelize_map(UOp *sink);                          /* uses uctx->opt */
+Schedule *create_schedule(UOp *sink);                       /* kernelize + ordering */
+void type_verify_tensor(UList uops);                        /* fails with TG_EINPUT naming the op */
+
+#endif

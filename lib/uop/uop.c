@@ -1,0 +1,164 @@
+/* uop.c: op tables and sets, the interning UOp constructor (Lua's internshrstr: hash, probe one
+ * bucket, return the existing node or make it), toposort, and the compile context. */
+#include "uop.h"
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const op_names[OP_COUNT] = {
+  [OP_INVALID] = "INVALID",
+#define OP(name, groups) [OP_##name] = #name,
+#include "ops.def"
+#undef OP
+};
+#define ALUFLAGS(g) (((g) & (G_UNARY | G_BINARY | G_TERNARY)) ? (G_ALU | G_ELEMENTWISE) : 0)
+const unsigned op_groups[OP_COUNT] = {
+#define OP(name, groups) [OP_##name] = (groups) | ALUFLAGS(groups),
+#include "ops.def"
+#undef OP
+};
+Op op_from_name(const char *s) {
+  for (int i = 1; i < OP_COUNT; i++) if (strcmp(op_names[i], s) == 0) return (Op)i;
+  return OP_INVALID;
+}
+
+OpSet opset_of(int n, ...) {
+  OpSet s = {{0, 0}};
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) s = opset_add(s, (Op)va_arg(ap, int));
+  va_end(ap);
+  return s;
+}
+OpSet opset_group(unsigned groups) {
+  OpSet s = {{0, 0}};
+  for (int i = 1; i < OP_COUNT; i++) if (op_groups[i] & groups) s = opset_add(s, (Op)i);
+  return s;
+}
+OpSet opset_all(void) {
+  OpSet s = {{0, 0}};
+  for (int i = 1; i < OP_COUNT; i++) s = opset_add(s, (Op)i);
+  return s;
+}
+OpSet opset_minus(OpSet a, OpSet b) { return (OpSet){{a.w[0] & ~b.w[0], a.w[1] & ~b.w[1]}}; }
+OpSet opset_union(OpSet a, OpSet b) { return (OpSet){{a.w[0] | b.w[0], a.w[1] | b.w[1]}}; }
+
+/* ---- context ---- */
+_Thread_local UCtx *uctx;
+
+void options_default(Options *o) {
+  o->fuse_arange = 1; o->fuse_conv_bw = 0; o->split_reduceop = 1; o->dont_realize_expand = 0;
+  o->dont_group_reduces = 0; o->reduceop_split_threshold = 32768; o->reduceop_split_size = 22;
+  o->max_kernel_buffers = 0; o->ring = 1;
+}
+UCtx *uop_ctx_new(void) {
+  dtype_init();
+  UCtx *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  options_default(&c->opt);
+  c->next_id = 1;
+  uctx = c;
+  return c;
+}
+void uop_ctx_free(UCtx *c) {
+  if (!c) return;
+  arena_free(&c->arena);
+  arena_free(&c->scratch);
+  iset_free(&c->uops); iset_free(&c->values); iset_free(&c->views); iset_free(&c->sts); iset_free(&c->metas);
+  if (uctx == c) uctx = NULL;
+  free(c);
+}
+
+/* ---- interning constructor ---- */
+typedef struct { Op op; const DType *dt; int nsrc; UOp *const *src; const Value *arg, *tag; } UProbe;
+static bool uop_eq(const void *sa, const void *pb) {
+  const UOp *a = sa; const UProbe *b = pb;
+  if (a->op != b->op || a->dtype != b->dt || a->nsrc != b->nsrc || a->arg != b->arg || a->tag != b->tag) return false;
+  for (int i = 0; i < a->nsrc; i++) if (a->src[i] != b->src[i]) return false;
+  return true;
+}
+UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag) {
+  if (!arg) arg = v_none();
+  if (!tag) tag = v_none();
+  if (!dt) dt = dt_void;
+  if (nsrc > 65535) tg_fail(TG_EINPUT, "a %s with %d sources is more than tgc supports", op_names[op], nsrc);
+  uint64_t h = hash_mix(hash_mix(hash_mix(hash_mix(0xC0FFEE, op), dt->id), arg->hash), tag->hash);
+  for (int i = 0; i < nsrc; i++) h = hash_mix(h, uop_h(src[i]));
+  UProbe p = {op, dt, nsrc, src, arg, tag};
+  UOp *f = iset_find(&uctx->uops, h, uop_eq, &p);
+  if (f) return f;
+  UOp *u = arena_alloc(ga(), sizeof *u);
+  u->op = (uint16_t)op; u->nsrc = (uint16_t)nsrc; u->dtype = dt; u->arg = arg; u->tag = tag; u->hash = h;
+  u->src = nsrc ? arena_dup(ga(), src, sizeof(UOp *) * (size_t)nsrc) : NULL;
+  u->id = uctx->next_id++;
+  iset_add(&uctx->uops, h, u);
+  return u;
+}
+UOp *uop0(Op op, const DType *dt, const Value *arg) { return uop_new(op, dt, 0, NULL, arg, NULL); }
+UOp *uop1(Op op, const DType *dt, UOp *a, const Value *arg) { return uop_new(op, dt, 1, &a, arg, NULL); }
+UOp *uop2(Op op, const DType *dt, UOp *a, UOp *b, const Value *arg) { UOp *s[2] = {a, b}; return uop_new(op, dt, 2, s, arg, NULL); }
+UOp *uop3(Op op, const DType *dt, UOp *a, UOp *b, UOp *c, const Value *arg) {
+  UOp *s[3] = {a, b, c};
+  return uop_new(op, dt, 3, s, arg, NULL);
+}
+UOp *uop_replace(UOp *u, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag) {
+  return uop_new((Op)u->op, dt ? dt : u->dtype, nsrc < 0 ? u->nsrc : nsrc, nsrc < 0 ? u->src : src, arg ? arg : u->arg, tag ? tag : u->tag);
+}
+UOp *uop_replace_op(UOp *u, Op op) { return uop_new(op, u->dtype, u->nsrc, u->src, u->arg, u->tag); }
+UOp *uop_with_tag(UOp *u, const Value *tag) { return uop_replace(u, NULL, -1, NULL, NULL, tag ? tag : v_none()); }
+void uop_set_meta(UOp *u, MetaList m) { u->meta = m; }
+
+UOp *uop_const(const DType *dt, const Value *v) { return uop0(OP_CONST, dt, v); }
+UOp *uop_const_int(const DType *dt, int64_t i) {
+  if (dt_is_float(dt)) return uop0(OP_CONST, dt, v_float((double)i));
+  if (dt_is_bool(dt)) return uop0(OP_CONST, dt, v_bool(i != 0));
+  return uop0(OP_CONST, dt, v_int(i));
+}
+UOp *uop_const_float(const DType *dt, double f) {
+  if (dt_is_float(dt)) return uop0(OP_CONST, dt, v_float(f));
+  if (dt_is_bool(dt)) return uop0(OP_CONST, dt, v_bool(f != 0));
+  return uop0(OP_CONST, dt, v_int((int64_t)f));
+}
+UOp *uop_sink(int n, UOp *const *srcs, const Value *arg) { return uop_new(OP_SINK, dt_void, n, srcs, arg, NULL); }
+UOp *uop_unique(void) { return uop0(OP_UNIQUE, dt_void, v_int(uctx->next_unique++)); }
+
+/* ---- toposort ----
+ * tinygrad's UOp.toposort: a stack of (node, visited); a node is emitted the second time it is
+ * popped, after its parents. The gate is asked each time an unvisited node is popped. */
+typedef struct { UOp *u; bool visited; } TEnt;
+UList uop_toposort_many(int nroots, UOp *const *roots, UGate gate, void *gctx) {
+  Arena *a = ga();
+  Map seen;
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  map_init(&seen, &uctx->scratch);
+  size_t cap = 256, n = 0;
+  TEnt *st = malloc(cap * sizeof *st);
+  if (!st) tg_fail(TG_EINTERNAL, "out of memory");
+  PtrVec out;
+  vec_init(&out, a);
+  for (int r = nroots - 1; r >= 0; r--) st[n++] = (TEnt){roots[r], false};
+  while (n) {
+    TEnt e = st[--n];
+    if (map_has(&seen, e.u, uop_h(e.u))) continue;
+    if (!e.visited) {
+      if (!gate || gate(e.u, gctx)) {
+        if (n + 1 + e.u->nsrc > cap) {
+          while (n + 1 + e.u->nsrc > cap) cap *= 2;
+          TEnt *ns = realloc(st, cap * sizeof *st);
+          if (!ns) { free(st); tg_fail(TG_EINTERNAL, "out of memory"); }
+          st = ns;
+        }
+        st[n++] = (TEnt){e.u, true};
+        for (int i = e.u->nsrc - 1; i >= 0; i--) st[n++] = (TEnt){e.u->src[i], false};
+      }
+    } else {
+      map_put(&seen, e.u, uop_h(e.u), NULL);
+      vec_push(&out, e.u);
+    }
+  }
+  free(st);
+  UList res = {out.n, (UOp **)out.v};
+  arena_pop(&uctx->scratch, mk);
+  return res;
+}
+UList uop_toposort(UOp *root, UGate gate, void *gctx) { return uop_toposort_many(1, &root, gate, gctx); }

@@ -1,0 +1,212 @@
+/* uop: the UOp core. Owns Ops and GroupOp sets (from ops.def), DTypes, argument values, the
+ * ShapeTracker/View value types, Metadata, and the interned UOp itself.
+ *
+ * Every UOp, Value, View and ShapeTracker is hash-consed: the constructor is the only way to
+ * make one, and equal (op, dtype, src, arg, tag) gives the same pointer, so equality is `==`.
+ * Nodes carry a creation-order id; hashing and ordering use ids, never addresses, so runs are
+ * reproducible. All of it lives in the current compile context's arena (uop_ctx_new/free).
+ * DTypes are process-global and immortal (a few dozen of them). */
+#ifndef TGC_UOP_H
+#define TGC_UOP_H
+#include "../util/util.h"
+
+/* ---- Ops ---- */
+enum {
+  G_UNARY = 1 << 0, G_BINARY = 1 << 1, G_TERNARY = 1 << 2, G_ELEMENTWISE = 1 << 3, G_DEFINES = 1 << 4,
+  G_IRREDUCIBLE = 1 << 5, G_MOVEMENT = 1 << 6, G_BUFFER = 1 << 7, G_BLOCK = 1 << 8, G_COMMUTATIVE = 1 << 9,
+  G_ASSOCIATIVE = 1 << 10, G_IDEMPOTENT = 1 << 11, G_UNSAFEPAD = 1 << 12, G_META = 1 << 13,
+  G_ALU = 1 << 14, /* derived: Unary|Binary|Ternary */
+};
+typedef enum Op {
+  OP_INVALID = 0,
+#define OP(name, groups) OP_##name,
+#include "ops.def"
+#undef OP
+  OP_COUNT
+} Op;
+extern const char *const op_names[OP_COUNT];
+extern const unsigned op_groups[OP_COUNT]; /* G_* flags; G_ALU and G_ELEMENTWISE filled in for ALU ops */
+static inline bool op_in(Op op, unsigned group) { return (op_groups[op] & group) != 0; }
+Op op_from_name(const char *s); /* OP_INVALID when unknown */
+
+/* An op set (UPat op lists, GroupOp unions), one bit per op. */
+typedef struct OpSet { uint64_t w[2]; } OpSet;
+static inline bool opset_has(OpSet s, Op op) { return (s.w[op >> 6] >> (op & 63)) & 1; }
+static inline OpSet opset_add(OpSet s, Op op) { s.w[op >> 6] |= 1ull << (op & 63); return s; }
+OpSet opset_of(int n, ...);           /* opset_of(2, OP_ADD, OP_MUL) */
+OpSet opset_group(unsigned groups);   /* every op in any of the groups */
+OpSet opset_all(void);
+OpSet opset_minus(OpSet a, OpSet b);
+OpSet opset_union(OpSet a, OpSet b);
+
+/* ---- DTypes ---- */
+typedef enum {
+  SC_VOID, SC_BOOL, SC_CHAR, SC_UCHAR, SC_SHORT, SC_USHORT, SC_INT, SC_UINT, SC_LONG, SC_ULONG,
+  SC_FP8E4M3, SC_FP8E5M2, SC_HALF, SC_BFLOAT16, SC_FLOAT, SC_DOUBLE, SC_COUNT
+} Scalar;
+typedef enum { DTK_SCALAR, DTK_PTR, DTK_IMAGE } DTypeKind;
+typedef enum { AS_GLOBAL = 0, AS_LOCAL = 1, AS_REG = 2 } AddrSpace;
+typedef struct DType DType;
+struct DType {
+  uint8_t kind;        /* DTypeKind */
+  uint8_t scalar;      /* Scalar of the element (for ptr/image: of the pointee's scalar) */
+  int priority, itemsize, count;
+  const char *name;    /* tinygrad's DType.name: "float", "unsigned char", "__bf16", "imagef"... */
+  const DType *scalar_of; /* _scalar: for vec, the scalar; for ptr.vec(n), the ptr; else NULL */
+  const DType *base;   /* ptr/image: the pointee (_base); else self */
+  uint8_t addrspace;   /* ptr */
+  int v;               /* ptr vector width */
+  int64_t size;        /* ptr size (-1 unlimited) */
+  int nshape; int64_t shape[4]; /* image */
+  uint32_t id;
+};
+extern const DType *dt_void, *dt_bool, *dt_char, *dt_uchar, *dt_short, *dt_ushort, *dt_int, *dt_uint,
+  *dt_long, *dt_ulong, *dt_half, *dt_bfloat16, *dt_float, *dt_double, *dt_fp8e4m3, *dt_fp8e5m2;
+void dtype_init(void);                         /* idempotent; called by uop_ctx_new */
+const DType *dt_scalar(Scalar s);
+const DType *dt_vec(const DType *d, int n);    /* d.vec(n); n==1 or void gives d */
+const DType *dt_ptr(const DType *d, int64_t size, AddrSpace as);
+const DType *dt_image(bool half, int n, const int64_t *shape);
+const DType *dt_scalar_of(const DType *d);     /* DType.scalar() */
+static inline const DType *dt_base(const DType *d) { return d->base; }
+static inline int dt_vcount(const DType *d) { return d->kind == DTK_SCALAR ? d->count : d->v; }
+bool dt_is_float(const DType *d);
+bool dt_is_int(const DType *d);
+bool dt_is_unsigned(const DType *d);
+bool dt_is_bool(const DType *d);
+static inline bool dt_is_ptr(const DType *d) { return d->kind != DTK_SCALAR; }
+int64_t dt_imin(const DType *d);               /* dtypes.min for ints (and bool: 0) */
+uint64_t dt_umax(const DType *d);              /* dtypes.max for ints, as unsigned */
+double dt_fmin(const DType *d), dt_fmax(const DType *d); /* -inf/inf for floats */
+const char *dt_short_name(Scalar s);           /* "float", "uchar", "bfloat16", ... (repr without dtypes.) */
+char *dt_repr(Arena *a, const DType *d);       /* FORMATS.md dtype string: "float.ptr(16)" */
+const DType *dt_parse(const char *s);          /* NULL when malformed */
+bool dt_lt(const DType *a, const DType *b);    /* DType.__lt__ */
+
+/* ---- values: args, tags and everything nested in them ---- */
+typedef struct Value Value;
+typedef struct UOp UOp;
+typedef struct View View;
+typedef struct ShapeTracker ShapeTracker;
+typedef struct Kernel Kernel;
+typedef struct Meta Meta;
+typedef enum { V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_TUPLE, V_OPS, V_UOP, V_ST, V_KERNEL, V_DTYPE, V_ADDRSPACE } ValueKind;
+struct Kernel { UOp *ast; int nmeta; const Meta *const *meta; };
+struct Value {
+  uint8_t kind; int n; uint64_t hash; uint32_t id;
+  union {
+    bool b; int64_t i; double f; const char *s; const Value *const *items; Op op; UOp *u;
+    const ShapeTracker *st; Kernel k; const DType *dt; AddrSpace as;
+  };
+};
+const Value *v_none(void);
+const Value *v_bool(bool b);
+const Value *v_int(int64_t i);
+const Value *v_float(double f);
+const Value *v_str(const char *s);
+const Value *v_tuple(int n, const Value *const *items);
+const Value *v_tuplev(int n, ...);             /* v_tuplev(2, v_int(1), v_int(2)) */
+const Value *v_ints(int n, const int64_t *xs); /* tuple of ints */
+const Value *v_ops(Op op);
+const Value *v_uop(UOp *u);
+const Value *v_st(const ShapeTracker *st);
+const Value *v_kernel(UOp *ast, int nmeta, const Meta *const *meta);
+const Value *v_dtype(const DType *d);
+const Value *v_addrspace(AddrSpace as);
+static inline bool v_is_none(const Value *v) { return !v || v->kind == V_NONE; }
+int v_cmp(const Value *a, const Value *b);     /* Python-like ordering (ints/floats numeric, tuples lexicographic) */
+
+/* ---- sint: an int or a symbolic UOp (tinygrad's sint) ---- */
+typedef struct Sint { int64_t c; UOp *u; } Sint; /* u == NULL: the int c; else the UOp u */
+static inline Sint si(int64_t c) { return (Sint){c, NULL}; }
+static inline bool si_is_int(Sint s) { return s.u == NULL; }
+bool si_eq(Sint a, Sint b);                    /* structural identity (same int or same UOp) */
+uint64_t si_hash(Sint s);
+
+/* ---- View and ShapeTracker (interned values; algorithms live in lib/shape) ---- */
+struct View {
+  int ndim;
+  const Sint *shape, *strides;
+  Sint offset;
+  const Sint *mask;     /* NULL, or 2*ndim entries: (begin, end) per axis */
+  bool contiguous;
+  uint64_t hash; uint32_t id;
+};
+struct ShapeTracker { int nviews; const View *const *views; uint64_t hash; uint32_t id; };
+const View *view_intern(int ndim, const Sint *shape, const Sint *strides, Sint offset, const Sint *mask, bool contiguous);
+const ShapeTracker *st_intern(int nviews, const View *const *views);
+
+/* ---- Metadata ---- */
+struct Meta { const char *name, *caller; bool backward; uint32_t id; };
+const Meta *meta_intern(const char *name, const char *caller, bool backward);
+typedef struct MetaList { int n; const Meta *const *m; } MetaList;
+
+/* ---- the UOp ---- */
+struct UOp {
+  uint16_t op; uint16_t nsrc;
+  uint32_t id;                 /* creation order within the context */
+  const DType *dtype;
+  UOp *const *src;
+  const Value *arg, *tag;      /* never NULL: v_none() when absent */
+  uint64_t hash;
+  MetaList meta;               /* tinygrad's all_metadata side table (not part of identity) */
+  /* lazily computed caches, owned by the stages that fill them */
+  const ShapeTracker *st_cache; uint8_t st_state; /* 0 unknown, 1 computed */
+  void *cache[4];
+};
+UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
+UOp *uop0(Op op, const DType *dt, const Value *arg);          /* no src */
+UOp *uop1(Op op, const DType *dt, UOp *a, const Value *arg);
+UOp *uop2(Op op, const DType *dt, UOp *a, UOp *b, const Value *arg);
+UOp *uop3(Op op, const DType *dt, UOp *a, UOp *b, UOp *c, const Value *arg);
+/* replace(): NULL keeps the field; nsrc < 0 keeps src */
+UOp *uop_replace(UOp *u, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
+UOp *uop_replace_op(UOp *u, Op op);
+UOp *uop_with_tag(UOp *u, const Value *tag);
+void uop_set_meta(UOp *u, MetaList m);
+static inline uint64_t uop_h(const UOp *u) { return u->id * 0x9E3779B97F4A7C15ull; }
+
+/* toposort(gate): tinygrad's exact visiting order, iterative. gate may be NULL. */
+typedef bool (*UGate)(UOp *u, void *ctx);
+typedef struct UList { int n; UOp **v; } UList;
+UList uop_toposort(UOp *root, UGate gate, void *gctx);
+UList uop_toposort_many(int nroots, UOp *const *roots, UGate gate, void *gctx); /* as toposort of a SINK of roots, without it */
+
+/* UOp maps and sets (ordered, keyed by creation id) */
+typedef Map UMap;
+static inline void umap_init(UMap *m, Arena *a) { map_init(m, a); }
+static inline UOp *umap_get(const UMap *m, const UOp *k) { return map_get(m, k, uop_h(k), NULL); }
+static inline bool umap_has(const UMap *m, const UOp *k) { return map_has(m, k, uop_h(k)); }
+static inline void umap_put(UMap *m, UOp *k, void *v) { map_put(m, k, uop_h(k), v); }
+static inline bool umap_del(UMap *m, const UOp *k) { return map_del(m, k, uop_h(k)); }
+
+/* ---- the compile context: arenas, intern tables, counters, options ---- */
+typedef struct Options {
+  int fuse_arange, fuse_conv_bw, split_reduceop, dont_realize_expand, dont_group_reduces;
+  int64_t reduceop_split_threshold, reduceop_split_size, max_kernel_buffers;
+  int ring;
+} Options;
+void options_default(Options *o);
+typedef struct UCtx {
+  Arena arena;                 /* graph lifetime */
+  Arena scratch;               /* per-pass scratch (arena_mark/arena_pop) */
+  ISet uops, values, views, sts, metas; /* intern tables (keyed by structural hash) */
+  uint32_t next_id;
+  int64_t next_unique;         /* UNIQUE counter for buffers the scheduler creates */
+  Options opt;
+} UCtx;
+extern _Thread_local UCtx *uctx;                /* the current context */
+UCtx *uop_ctx_new(void);                        /* creates and makes current */
+void uop_ctx_free(UCtx *c);
+static inline Arena *ga(void) { return &uctx->arena; }
+
+/* small constructors used everywhere */
+UOp *uop_const(const DType *dt, const Value *v);           /* bare CONST */
+UOp *uop_const_int(const DType *dt, int64_t i);
+UOp *uop_const_float(const DType *dt, double f);
+UOp *uop_sink(int n, UOp *const *srcs, const Value *arg);
+UOp *uop_unique(void);                                      /* UNIQUE with a fresh counter */
+const char *uop_repr(Arena *a, UOp *root);                  /* tinygrad's UOp.__repr__ (pretty_print) */
+const char *value_repr(Arena *a, const Value *v);           /* Python repr of an arg */
+
+#endif

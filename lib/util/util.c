@@ -1,0 +1,204 @@
+/* util.c: arena chunks, the ordered map (entries array + open-addressing index, like CPython's
+ * compact dict), and tg_fail's longjmp error channel. */
+#include "util.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Thread_local TgTry *tg_try_top;
+_Thread_local TgErr tg_last_error;
+
+_Noreturn void tg_fail(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tg_last_error.code = code;
+  vsnprintf(tg_last_error.msg, sizeof tg_last_error.msg, fmt, ap);
+  va_end(ap);
+  if (!tg_try_top) {
+    fprintf(stderr, "tgc: internal error (no handler): %s\n", tg_last_error.msg);
+    abort();
+  }
+  TgTry *t = tg_try_top;
+  tg_try_top = t->prev;
+  longjmp(t->jb, 1);
+}
+
+/* ---- arena ---- */
+struct ArenaChunk { ArenaChunk *prev; size_t cap, off; _Alignas(16) unsigned char data[]; };
+
+static long fault_countdown = -1;
+void util_fault_init(void) {
+  const char *s = getenv("TGC_FAIL_ALLOC");
+  fault_countdown = s ? atol(s) : -1;
+}
+
+void *arena_alloc(Arena *a, size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  ArenaChunk *c = a->head;
+  if (!c || c->off + n > c->cap) {
+    size_t cap = n > (1u << 20) ? n : (1u << 20);
+    if (fault_countdown >= 0 && fault_countdown-- == 0) tg_fail(TG_EINTERNAL, "out of memory (injected)");
+    c = malloc(sizeof *c + cap);
+    if (!c) tg_fail(TG_EINTERNAL, "out of memory allocating %zu bytes", cap);
+    c->prev = a->head; c->cap = cap; c->off = 0;
+    a->head = c;
+  }
+  void *p = c->data + c->off;
+  c->off += n;
+  a->used_total += n;
+  if (a->used_total > a->peak) a->peak = a->used_total;
+  memset(p, 0, n);
+  return p;
+}
+void *arena_dup(Arena *a, const void *p, size_t n) { void *q = arena_alloc(a, n ? n : 1); if (n) memcpy(q, p, n); return q; }
+char *arena_strdup(Arena *a, const char *s) { return arena_dup(a, s, strlen(s) + 1); }
+char *arena_printf(Arena *a, const char *fmt, ...) {
+  va_list ap, ap2;
+  va_start(ap, fmt); va_copy(ap2, ap);
+  char one[1];
+  int n = vsnprintf(one, 1, fmt, ap);
+  va_end(ap);
+  char *s = arena_alloc(a, (size_t)n + 1);
+  vsnprintf(s, (size_t)n + 1, fmt, ap2);
+  va_end(ap2);
+  return s;
+}
+ArenaMark arena_mark(Arena *a) { return (ArenaMark){a->head, a->head ? a->head->off : 0}; }
+void arena_pop(Arena *a, ArenaMark m) {
+  while (a->head && a->head != m.chunk) {
+    ArenaChunk *p = a->head->prev;
+    a->used_total -= a->head->off;
+    free(a->head);
+    a->head = p;
+  }
+  if (a->head) { a->used_total -= a->head->off - m.off; a->head->off = m.off; }
+}
+void arena_free(Arena *a) {
+  arena_pop(a, (ArenaMark){NULL, 0});
+  a->used_total = 0;
+}
+
+/* ---- vector ---- */
+void vec_init(PtrVec *v, Arena *a) { v->v = NULL; v->n = v->cap = 0; v->a = a; }
+void vec_push(PtrVec *v, void *p) {
+  if (v->n == v->cap) {
+    int nc = v->cap ? v->cap * 2 : 8;
+    void **nv = arena_alloc(v->a, sizeof(void *) * (size_t)nc);
+    if (v->n) memcpy(nv, v->v, sizeof(void *) * (size_t)v->n);
+    v->v = nv; v->cap = nc;
+  }
+  v->v[v->n++] = p;
+}
+
+/* ---- hashing ---- */
+uint64_t hash_mix(uint64_t h, uint64_t x) {
+  x *= 0x9E3779B97F4A7C15ull; x ^= x >> 32;
+  h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h;
+}
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed) {
+  const unsigned char *b = p;
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ull; }
+  return h;
+}
+
+/* ---- ordered map ---- */
+void map_init(Map *m, Arena *a) { memset(m, 0, sizeof *m); m->a = a; }
+
+static void map_reindex(Map *m, int icap) {
+  /* compact deleted entries, rebuild index */
+  int j = 0;
+  for (int i = 0; i < m->n; i++) if (m->ents[i].key) m->ents[j++] = m->ents[i];
+  m->n = j;
+  m->idx = arena_alloc(m->a, sizeof(int32_t) * (size_t)icap);
+  memset(m->idx, 0xff, sizeof(int32_t) * (size_t)icap);
+  m->icap = icap;
+  for (int i = 0; i < m->n; i++) {
+    size_t p = m->ents[i].h & (size_t)(icap - 1);
+    while (m->idx[p] >= 0) p = (p + 1) & (size_t)(icap - 1);
+    m->idx[p] = i;
+  }
+}
+
+static int map_find(const Map *m, const void *key, uint64_t h, size_t *pos) {
+  if (!m->icap) return -1;
+  size_t p = h & (size_t)(m->icap - 1);
+  for (;;) {
+    int32_t i = m->idx[p];
+    if (i == -1) { if (pos) *pos = p; return -1; }
+    if (i >= 0 && m->ents[i].key == key) { if (pos) *pos = p; return i; }
+    p = (p + 1) & (size_t)(m->icap - 1);
+  }
+}
+
+void **map_slot(Map *m, void *key, uint64_t h, bool *isnew) {
+  int i = map_find(m, key, h, NULL);
+  if (i >= 0) { if (isnew) *isnew = false; return &m->ents[i].val; }
+  if (m->n + 1 >= m->cap) {
+    int nc = m->cap ? m->cap * 2 : 8;
+    MapEnt *ne = arena_alloc(m->a, sizeof(MapEnt) * (size_t)nc);
+    if (m->n) memcpy(ne, m->ents, sizeof(MapEnt) * (size_t)m->n);
+    m->ents = ne; m->cap = nc;
+  }
+  if ((m->n + 1) * 2 > m->icap) {
+    int ic = 16;
+    while (ic < (m->live + 1) * 4) ic *= 2;
+    map_reindex(m, ic);
+  }
+  size_t p;
+  map_find(m, key, h, &p);
+  m->ents[m->n] = (MapEnt){key, NULL, h};
+  m->idx[p] = m->n++;
+  m->live++;
+  if (isnew) *isnew = true;
+  return &m->ents[m->n - 1].val;
+}
+void *map_get(const Map *m, const void *key, uint64_t h, bool *found) {
+  int i = map_find(m, key, h, NULL);
+  if (found) *found = i >= 0;
+  return i >= 0 ? m->ents[i].val : NULL;
+}
+bool map_has(const Map *m, const void *key, uint64_t h) { return map_find(m, key, h, NULL) >= 0; }
+void map_put(Map *m, void *key, uint64_t h, void *val) { *map_slot(m, key, h, NULL) = val; }
+bool map_del(Map *m, const void *key, uint64_t h) {
+  size_t p;
+  int i = map_find(m, key, h, &p);
+  if (i < 0) return false;
+  m->ents[i].key = NULL;
+  m->idx[p] = -2; /* tombstone */
+  m->live--;
+  return true;
+}
+
+/* ---- intern set ---- */
+void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe) {
+  if (!s->cap) return NULL;
+  size_t m = s->cap - 1, p = h & m;
+  while (s->slots[p]) {
+    if (s->hashes[p] == h && eq(s->slots[p], probe)) return s->slots[p];
+    p = (p + 1) & m;
+  }
+  return NULL;
+}
+static void iset_grow(ISet *s) {
+  size_t nc = s->cap ? s->cap * 2 : 1024;
+  void **ns = calloc(nc, sizeof(void *));
+  uint64_t *nh = calloc(nc, sizeof(uint64_t));
+  if (!ns || !nh) { free(ns); free(nh); tg_fail(TG_EINTERNAL, "out of memory growing intern table"); }
+  for (size_t i = 0; i < s->cap; i++) if (s->slots[i]) {
+    size_t p = s->hashes[i] & (nc - 1);
+    while (ns[p]) p = (p + 1) & (nc - 1);
+    ns[p] = s->slots[i]; nh[p] = s->hashes[i];
+  }
+  free(s->slots); free(s->hashes);
+  s->slots = ns; s->hashes = nh; s->cap = nc;
+}
+void iset_add(ISet *s, uint64_t h, void *p) {
+  if ((s->n + 1) * 2 > s->cap) iset_grow(s);
+  size_t m = s->cap - 1, i = h & m;
+  while (s->slots[i]) i = (i + 1) & m;
+  s->slots[i] = p; s->hashes[i] = h; s->n++;
+}
+void iset_free(ISet *s) { free(s->slots); free(s->hashes); s->slots = NULL; s->hashes = NULL; s->cap = s->n = 0; }

@@ -1,0 +1,69 @@
+/* util: memory arenas, growable vectors, ordered hash maps and the error channel.
+ *
+ * Two lifetimes (QBE's alloc/freeall, MIR's mark/pop): everything a compile creates lives in
+ * an Arena that is freed in one call; pass-local scratch uses arena_mark/arena_pop. Library
+ * code never calls exit(): tg_fail() records the first error and longjmps to the innermost
+ * TG_TRY, so every allocation stays owned by an arena and nothing leaks. */
+#ifndef TGC_UTIL_H
+#define TGC_UTIL_H
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- arena ---- */
+typedef struct ArenaChunk ArenaChunk;
+typedef struct Arena { ArenaChunk *head; size_t used_total; size_t peak; } Arena;
+typedef struct ArenaMark { ArenaChunk *chunk; size_t off; } ArenaMark;
+void *arena_alloc(Arena *a, size_t n);          /* zeroed, 16-byte aligned; fails via tg_fail on OOM */
+void *arena_dup(Arena *a, const void *p, size_t n);
+char *arena_strdup(Arena *a, const char *s);
+char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+ArenaMark arena_mark(Arena *a);
+void arena_pop(Arena *a, ArenaMark m);          /* frees everything allocated since the mark */
+void arena_free(Arena *a);
+
+/* ---- growable vector of pointers (arena backed) ---- */
+typedef struct PtrVec { void **v; int n, cap; Arena *a; } PtrVec;
+void vec_init(PtrVec *v, Arena *a);
+void vec_push(PtrVec *v, void *p);
+static inline void *vec_pop(PtrVec *v) { return v->v[--v->n]; }
+
+/* ---- insertion-ordered hash map, keyed by pointer (like a Python dict of objects) ----
+ * Keys hash by a caller-supplied 64-bit hash (a node's creation id, never its address), so
+ * iteration order and output are the same on every run. Deletion keeps the order of the rest. */
+typedef struct MapEnt { void *key; void *val; uint64_t h; } MapEnt;
+typedef struct Map { MapEnt *ents; int32_t *idx; int n, cap, live, icap; Arena *a; } Map;
+void map_init(Map *m, Arena *a);
+void **map_slot(Map *m, void *key, uint64_t h, bool *isnew);  /* insert-if-missing, returns &val */
+void *map_get(const Map *m, const void *key, uint64_t h, bool *found);
+bool map_has(const Map *m, const void *key, uint64_t h);
+void map_put(Map *m, void *key, uint64_t h, void *val);
+bool map_del(Map *m, const void *key, uint64_t h);
+#define MAP_EACH(m, e) for (MapEnt *e = (m)->ents; e < (m)->ents + (m)->n; e++) if (e->key)
+
+/* ---- intern set: open addressing over pointers with caller-given hash and equality ---- */
+typedef struct ISet { void **slots; uint64_t *hashes; size_t cap, n; } ISet;
+typedef bool (*IEq)(const void *stored, const void *probe);
+void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe); /* NULL when absent */
+void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backed; iset_free */
+void iset_free(ISet *s);
+
+uint64_t hash_mix(uint64_t h, uint64_t x);
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
+
+/* ---- errors ---- */
+enum { TG_OK = 0, TG_ECHECK = 1, TG_EUSAGE = 2, TG_EINPUT = 3, TG_EDEVICE = 4, TG_EINTERNAL = 70 };
+typedef struct TgErr { int code; char msg[1024]; } TgErr;
+typedef struct TgTry { jmp_buf jb; struct TgTry *prev; } TgTry;
+extern _Thread_local TgTry *tg_try_top;
+extern _Thread_local TgErr tg_last_error;
+_Noreturn void tg_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* usage:  TgTry t; if (TG_TRY(t)) { ...work...; tg_try_end(&t); } else { handle tg_last_error } */
+#define TG_TRY(t) ((t).prev = tg_try_top, tg_try_top = &(t), setjmp((t).jb) == 0)
+static inline void tg_try_end(TgTry *t) { tg_try_top = t->prev; }
+
+/* fault injection: TGC_FAIL_ALLOC=N makes the Nth arena chunk allocation fail (tests) */
+void util_fault_init(void);
+
+#endif

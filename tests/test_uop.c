@@ -1,0 +1,112 @@
+/* Unit tests for the UOp core: interning, dtypes, values, toposort order and depth. */
+#include <criterion/criterion.h>
+#include "uop/uop.h"
+
+static UCtx *c;
+static void setup(void) { c = uop_ctx_new(); }
+static void teardown(void) { uop_ctx_free(c); }
+TestSuite(uop, .init = setup, .fini = teardown);
+
+Test(uop, interning_gives_one_pointer) {
+  UOp *a = uop0(OP_DEFINE_VAR, dt_int, v_tuplev(3, v_str("a"), v_int(0), v_int(10)));
+  UOp *b = uop0(OP_DEFINE_VAR, dt_int, v_tuplev(3, v_str("a"), v_int(0), v_int(10)));
+  cr_assert_eq(a, b);
+  UOp *s1 = uop2(OP_ADD, dt_int, a, uop_const_int(dt_int, 1), NULL);
+  UOp *s2 = uop2(OP_ADD, dt_int, b, uop_const_int(dt_int, 1), NULL);
+  cr_assert_eq(s1, s2);
+  cr_assert_neq(s1, uop2(OP_ADD, dt_int, uop_const_int(dt_int, 1), a, NULL));
+  cr_assert_neq(s1, uop_with_tag(s1, v_int(1)));
+  cr_assert_eq(uop_with_tag(uop_with_tag(s1, v_int(1)), NULL), s1);
+}
+
+Test(uop, float_args_follow_python_equality) {
+  cr_assert_eq(v_float(0.0), v_float(-0.0));
+  cr_assert_neq(v_float(1.0), v_int(1));
+  cr_assert_eq(v_float(__builtin_nan("")), v_float(__builtin_nan("")));
+}
+
+Test(uop, ops_table_matches_tinygrad_order) {
+  cr_assert_eq(OP_NOOP, 1);
+  cr_assert_eq(OP_CUSTOMI, 89);
+  cr_assert_eq(op_from_name("REDUCE_AXIS"), OP_REDUCE_AXIS);
+  cr_assert_eq(op_from_name("NOPE"), OP_INVALID);
+  cr_assert(op_in(OP_ADD, G_ALU) && op_in(OP_ADD, G_COMMUTATIVE) && !op_in(OP_SUB, G_COMMUTATIVE));
+  cr_assert(op_in(OP_CAST, G_ELEMENTWISE) && !op_in(OP_CAST, G_ALU));
+  cr_assert(op_in(OP_RECIP, G_UNSAFEPAD) && op_in(OP_POW, G_UNSAFEPAD) && !op_in(OP_SQRT, G_UNSAFEPAD));
+}
+
+Test(uop, dtype_parse_and_repr_round_trip) {
+  const char *cases[] = {"float", "bool", "uchar", "bfloat16", "float.vec(4)", "float.ptr(16)",
+                         "float.ptr(16, AddrSpace.LOCAL)", "float.ptr(16).vec(4)", "float.vec(4).ptr(3)",
+                         "imagef((2, 4, 4))", "imageh((2, 4, 4))", "long", "ulong", "fp8e4m3", "void"};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const DType *d = dt_parse(cases[i]);
+    cr_assert_not_null(d, "%s", cases[i]);
+    cr_assert_str_eq(dt_repr(ga(), d), cases[i]);
+    cr_assert_eq(dt_parse(cases[i]), d);
+  }
+  cr_assert_null(dt_parse("floaty"));
+  cr_assert_null(dt_parse("float.ptr(1).ptr(2)"));
+  cr_assert_null(dt_parse("float.vec(x)"));
+  cr_assert_eq(dt_parse("float.vec(4)")->itemsize, 16);
+  cr_assert_str_eq(dt_parse("float.vec(4)")->name, "float4");
+  cr_assert_eq(dt_scalar_of(dt_parse("float.vec(4)")), dt_float);
+  cr_assert(dt_is_float(dt_half) && dt_is_int(dt_uchar) && dt_is_unsigned(dt_uint) && !dt_is_int(dt_bool));
+  cr_assert(dt_lt(dt_int, dt_float) && dt_lt(dt_bool, dt_char));
+}
+
+/* a diamond: toposort must be parents-first in src order, like tinygrad's */
+Test(uop, toposort_order) {
+  UOp *a = uop0(OP_DEFINE_VAR, dt_int, v_tuplev(3, v_str("a"), v_int(0), v_int(9)));
+  UOp *b = uop0(OP_DEFINE_VAR, dt_int, v_tuplev(3, v_str("b"), v_int(0), v_int(9)));
+  UOp *x = uop2(OP_ADD, dt_int, a, b, NULL);
+  UOp *y = uop2(OP_MUL, dt_int, b, a, NULL);
+  UOp *z = uop2(OP_MAX, dt_int, x, y, NULL);
+  UList t = uop_toposort(z, NULL, NULL);
+  cr_assert_eq(t.n, 5);
+  UOp *want[] = {a, b, x, y, z};
+  for (int i = 0; i < 5; i++) cr_assert_eq(t.v[i], want[i]);
+}
+
+static bool gate_not_add(UOp *u, void *ctx) { (void)ctx; return u->op != OP_ADD; }
+Test(uop, toposort_gate_stops_descent) {
+  UOp *a = uop0(OP_DEFINE_VAR, dt_int, v_tuplev(3, v_str("a"), v_int(0), v_int(9)));
+  UOp *x = uop2(OP_ADD, dt_int, a, a, NULL);
+  UOp *y = uop2(OP_MUL, dt_int, x, a, NULL);
+  UList t = uop_toposort(y, gate_not_add, NULL);
+  cr_assert_eq(t.n, 2); /* a and y: x is gated out (and not emitted) */
+  cr_assert_eq(t.v[0], a);
+  cr_assert_eq(t.v[1], y);
+}
+
+Test(uop, toposort_million_node_chain_is_iterative) {
+  UOp *u = uop_const_int(dt_int, 0);
+  for (int i = 0; i < 1000000; i++) u = uop1(OP_NEG, dt_int, u, NULL);
+  UList t = uop_toposort(u, NULL, NULL);
+  cr_assert_eq(t.n, 1000001);
+  cr_assert_eq(t.v[t.n - 1], u);
+}
+
+Test(uop, map_keeps_insertion_order_across_deletes) {
+  Map m;
+  map_init(&m, ga());
+  UOp *n[100];
+  for (int i = 0; i < 100; i++) { n[i] = uop_const_int(dt_int, i); umap_put(&m, n[i], n[i]); }
+  for (int i = 0; i < 100; i += 2) cr_assert(umap_del(&m, n[i]));
+  int k = 1;
+  MAP_EACH(&m, e) { cr_assert_eq(e->key, n[k]); k += 2; }
+  cr_assert_eq(k, 101);
+  for (int i = 0; i < 100; i++) cr_assert_eq(umap_has(&m, n[i]), i % 2 == 1);
+}
+
+Test(uop, errors_unwind_to_the_handler) {
+  TgTry t;
+  volatile int reached = 0;
+  if (TG_TRY(t)) {
+    tg_fail(TG_EINPUT, "row %d: bad", 3);
+    reached = 1;
+  }
+  cr_assert_eq(reached, 0);
+  cr_assert_eq(tg_last_error.code, TG_EINPUT);
+  cr_assert_str_eq(tg_last_error.msg, "row 3: bad");
+}
