@@ -36,6 +36,9 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libtgc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libtgc.a -o $@ -lcriterion $(LDLIBS) $(LDFLAGS)
 
+$(BUILD)/conformance: tests/conformance.c $(BUILD)/libtgc.a
+	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libtgc.a -o $@ $(LDLIBS) $(LDFLAGS)
+
 debug:
 	$(MAKE) BUILD=build-debug OPT="-O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" all
@@ -46,13 +49,23 @@ unit: $(TEST_BIN)
 cli-test: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc ORACLE=$(ORACLE) sh tests/cli.sh
 
-conformance: $(BUILD)/tgc
-	TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE)
+conformance: $(BUILD)/tgc $(BUILD)/conformance
+	BUILD=$(BUILD) TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE)
 
 test: unit cli-test conformance
 
 bench: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc sh tests/bench.sh $(ORACLE)
+
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+fuzz:
+	@mkdir -p build-fuzz/corpus
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g -Ilib -fsanitize=fuzzer,address,undefined \
+	  tests/fuzz/fuzz_graph.c $(LIB_SRC) -o build-fuzz/fuzz_graph $(LDLIBS)
+	@[ -n "$$(ls build-fuzz/corpus)" ] || cp $(ORACLE)/schedule/*.graph.json build-fuzz/corpus/ 2>/dev/null || true
+	build-fuzz/fuzz_graph -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+	  -artifact_prefix=build-fuzz/ build-fuzz/corpus testdata/fuzz
 
 clean:
 	rm -rf build build-debug

@@ -25,6 +25,14 @@ Graph *graph_read_mem(const char *name, const char *text, size_t n, const char *
 typedef struct cJSON cJSON;
 cJSON *json_uop_table(int nroots, UOp *const *roots, int *root_ids);
 char *graph_write(Arena *a, UOp *sink, const Options *opt);   /* a whole graph file */
+cJSON *json_int(int64_t i);                                  /* an exact integer node (raw text, all 64 bits) */
+char *json_print_free(Arena *a, cJSON *doc);                 /* unformatted text + "\n" in a; deletes doc */
+
+/* schedule files (FORMATS.md §3). names[i]/sources[i] name item i's kernel and its source file; either
+ * array (or an entry) may be NULL: names default to "k<i>", "source" is then left out. */
+struct Schedule;
+char *schedule_write_json(Arena *a, const struct Schedule *s, const Graph *g, const char *const *names,
+                          const char *const *sources);
 
 /* expect files (the oracle): kernel count, items (op, ast root), and the uop rows */
 typedef struct ExpectItem { const char *op; UOp *ast; } ExpectItem;
@@ -40,7 +48,7 @@ void *npy_read(Arena *a, const char *path, const DType **dt, int *ndim, int64_t 
 void *b64_decode(Arena *a, const char *s, size_t *n);   /* NULL on bad input */
 char *b64_encode(Arena *a, const void *p, size_t n);
 
-/* atomic file output: write to PATH.tmp.PID then rename */
+/* atomic file output: write to PATH.tmp.PID in the same directory, fsync, then rename */
 bool write_file_atomic(const char *path, const void *data, size_t n);
 char *read_file(Arena *a, const char *path, size_t *n); /* NULL on error (errno set); "-" is stdin */
 

@@ -28,6 +28,7 @@ struct UPat {
   bool all_ops;             /* GroupOp.All */
   const int *dts;           /* dtype match: -1-terminated Scalar list (dtype or dtype.scalar() in set) */
   int dtclass;              /* 0, or DTC_* (dtypes.ints/floats/...) */
+  int dtcount;              /* > 1: the dtypes above are their .vec(dtcount) (UPat dtype=dtypes.float.vec(4)) */
   int srcmode;              /* PS_*: NONE (any srcs), TUPLE (fixed), PERM (any permutation: tinygrad's list),
                                REPEAT (every src matches src[0]), ANY (UPat.any: alternatives in src) */
   int nsrc; const UPat *const *src;
@@ -78,6 +79,9 @@ UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM 
 UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map);
 /* UOp.substitute(dvars): dvars maps UOp -> UOp (entries with k == v ignored) */
 UOp *uop_substitute(UOp *root, const UMap *dvars);
+/* RewriteNotReady: called from a callback, abandons this rewrite of the node; graph_rewrite puts
+ * the node at the bottom of its stack and retries it later (nothing is cached) */
+_Noreturn void pm_not_ready(void);
 extern PM *pm_substitute;                        /* _substitute, ctx is a UMap* */
 void pm_init(void);                              /* builds the shared matchers; idempotent */
 

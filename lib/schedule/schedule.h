@@ -14,10 +14,13 @@ typedef struct SchedItem {
   int nbufs; SchedBuf *bufs;/* DEFINE_GLOBAL order */
   MetaList meta;
   int nvars; UOp **vars; int64_t *vals; /* var_vals for this item (incl. _device_num) */
+  int shard, nshards;       /* a multi-device KERNEL becomes nshards items, shard 0..nshards-1; else -1, 0 */
 } SchedItem;
+/* items are create_schedule_with_vars' ScheduleItems (one per shard). The oracle's expect files
+ * and tinygrad's kernel counts have one entry per KERNEL: the items with shard <= 0. */
 typedef struct Schedule {
   int nitems; SchedItem *items;
-  int nkernels, ncopies, nviews;  /* SINK items, COPY items, BUFFER_VIEW items */
+  int nkernels, ncopies, nviews;  /* SINK, COPY, BUFFER_VIEW KERNELs (items with shard <= 0) */
   UMap kernelize_map;             /* tensor uop -> rewritten uop */
   UOp *sched_sink;                /* kernelize_map[sink] */
 } Schedule;

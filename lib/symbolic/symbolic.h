@@ -39,6 +39,8 @@ UOp *u_min(UOp *a, UOp *b);  UOp *u_mini(UOp *a, int64_t b);  /* -(-a).maximum(-
 UOp *u_where(UOp *c, UOp *a, UOp *b);
 UOp *u_cast(UOp *a, const DType *dt);                /* UOp.cast (no-op when same dtype) */
 UOp *u_pow(UOp *a, UOp *b);
+UOp *u_reciprocal(UOp *a);  UOp *u_sqrt(UOp *a);  UOp *u_exp2(UOp *a);
+UOp *u_const(const DType *dt, const Value *v);      /* UOp.const(dtype, b), bare: as_const, CONST or VCONST (all-same tuples collapse) */
 UOp *u_variable(const char *name, int64_t min, int64_t max, const DType *dt); /* DEFINE_VAR */
 UOp *u_bind(UOp *var, int64_t val);
 
@@ -52,15 +54,24 @@ UOp *u_divides(UOp *u, int64_t v);                   /* NULL when not known to d
 
 /* ---- the rewrite tables ---- */
 extern PM *pm_symbolic_simple, *pm_symbolic, *pm_symbolic_flat;
+extern PM *pm_commutative, *pm_gep_pushing;          /* the parts symbolic is made of */
 void symbolic_init(void);                            /* builds the tables; idempotent */
+extern PM *pm_sym;                                   /* tinygrad's `sym` (phase 3, codegen): symbolic_flat + load/store/vectorize rules */
+void sym_init(void);                                 /* builds pm_sym; idempotent */
 UOp *u_simplify(UOp *u);                             /* graph_rewrite(u, symbolic) */
 Sint u_ssimplify(UOp *u);                            /* CONST folds to its int */
 bool resolve(UOp *x, bool dflt);                     /* bool UOp -> bool when vmin == vmax, else dflt */
 int split_uop(UOp *x, Op sep, UOp **out, int cap);   /* flattened operands of a chain of sep */
 UOp *simplify_valid(UOp *valid);                     /* NULL when unchanged */
-UOp *uop_given_valid(UOp *valid, UOp *uop);          /* NULL when unchanged */
+UOp *uop_given_valid(UOp *valid, UOp *uop);          /* NULL when valid is always false, else uop simplified (maybe the same) */
 int64_t sym_infer(UOp *u, int nvars, UOp *const *vars, const int64_t *vals);
 const char *u_render(Arena *a, UOp *u);              /* UOp.render(): "(a*4+b)" */
+const char *u_render_nosimplify(Arena *a, UOp *u);   /* UOp.render(simplify=False) */
+bool u_is_increasing(UOp *u);                        /* UOp.is_increasing */
+UOp *u_gep(UOp *u, int n, const int *idx);           /* UOp.gep(i) / gep(tuple) */
+/* constant folding: exec_alu(op, dtype, operands, truncate_output) with tuples for vector dtypes */
+const Value *exec_alu(Op op, const DType *dt, int n, const Value *const *operands, bool truncate_output);
+const Value *dt_truncate(const DType *dt, const Value *v); /* dtype.truncate[dt](v) */
 
 /* ---- sint arithmetic (Python semantics: ints use floor // and %, UOps build symbolic nodes) ---- */
 UOp *si_uop(Sint s);                                  /* sint_to_uop (int CONST for ints) */

@@ -102,6 +102,7 @@ struct Value {
 const Value *v_none(void);
 const Value *v_bool(bool b);
 const Value *v_int(int64_t i);
+const Value *v_uint64(uint64_t u);            /* v_int below 2**63; above, a V_INT with n == 1 whose i holds the bits */
 const Value *v_float(double f);
 const Value *v_str(const char *s);
 const Value *v_tuple(int n, const Value *const *items);
@@ -132,7 +133,8 @@ struct View {
   bool contiguous;
   uint64_t hash; uint32_t id;
 };
-struct ShapeTracker { int nviews; const View *const *views; uint64_t hash; uint32_t id; };
+struct ShapeTracker { int nviews; const View *const *views; uint64_t hash; uint32_t id;
+  UOp *ix_idx, *ix_valid; /* lib/shape: cached views_to_indexed_uops(views) (not part of identity) */ };
 const View *view_intern(int ndim, const Sint *shape, const Sint *strides, Sint offset, const Sint *mask, bool contiguous);
 const ShapeTracker *st_intern(int nviews, const View *const *views);
 
@@ -152,7 +154,8 @@ struct UOp {
   MetaList meta;               /* tinygrad's all_metadata side table (not part of identity) */
   /* lazily computed caches, owned by the stages that fill them */
   const ShapeTracker *st_cache; uint8_t st_state; /* 0 unknown, 1 computed */
-  void *cache[4];
+  const Value *dev_cache; uint8_t dev_state, axis_state; int32_t axis_cache; /* lib/shape: UOp._device, UOp.axis */
+  void *cache[4];              /* cache[0]: lib/symbolic (_min_max) */
 };
 UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
 UOp *uop0(Op op, const DType *dt, const Value *arg);          /* no src */
@@ -208,5 +211,7 @@ UOp *uop_sink(int n, UOp *const *srcs, const Value *arg);
 UOp *uop_unique(void);                                      /* UNIQUE with a fresh counter */
 const char *uop_repr(Arena *a, UOp *root);                  /* tinygrad's UOp.__repr__ (pretty_print) */
 const char *value_repr(Arena *a, const Value *v);           /* Python repr of an arg */
+const char *value_str(Arena *a, const Value *v);            /* Python str of an arg (tagstr, REDUCE_AXIS argstr) */
+int float_repr(char *buf, size_t n, double f);             /* Python repr(float) (shortest round trip); returns length */
 
 #endif

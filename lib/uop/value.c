@@ -13,7 +13,7 @@ static uint64_t value_hash(const Value *v) {
   switch (v->kind) {
   case V_NONE: break;
   case V_BOOL: h = hash_mix(h, v->b); break;
-  case V_INT: h = hash_mix(h, (uint64_t)v->i); break;
+  case V_INT: h = hash_mix(hash_mix(h, (uint64_t)v->i), (uint64_t)v->n); break;
   case V_FLOAT: h = hash_mix(h, fbits(v->f)); break;
   case V_STR: h = hash_bytes(v->s, strlen(v->s), h); break;
   case V_TUPLE: for (int i = 0; i < v->n; i++) h = hash_mix(h, v->items[i]->hash); h = hash_mix(h, (uint64_t)v->n); break;
@@ -35,7 +35,7 @@ static bool value_eq(const void *sa, const void *pb) {
   switch (a->kind) {
   case V_NONE: return true;
   case V_BOOL: return a->b == b->b;
-  case V_INT: return a->i == b->i;
+  case V_INT: return a->i == b->i && a->n == b->n;
   case V_FLOAT: return a->f == b->f || (isnan(a->f) && isnan(b->f) && fbits(a->f) == fbits(b->f));
   case V_STR: return strcmp(a->s, b->s) == 0;
   case V_TUPLE:
@@ -69,6 +69,11 @@ static const Value *vintern(Value *proto) {
 const Value *v_none(void) { Value p = {.kind = V_NONE}; return vintern(&p); }
 const Value *v_bool(bool b) { Value p = {.kind = V_BOOL, .b = b}; return vintern(&p); }
 const Value *v_int(int64_t i) { Value p = {.kind = V_INT, .i = i}; return vintern(&p); }
+const Value *v_uint64(uint64_t u) {
+  if (u <= (uint64_t)INT64_MAX) return v_int((int64_t)u);
+  Value p = {.kind = V_INT, .n = 1, .i = (int64_t)u};
+  return vintern(&p);
+}
 const Value *v_float(double f) { Value p = {.kind = V_FLOAT, .f = f}; return vintern(&p); }
 const Value *v_str(const char *s) { Value p = {.kind = V_STR, .s = s}; return vintern(&p); }
 const Value *v_tuple(int n, const Value *const *items) { Value p = {.kind = V_TUPLE, .n = n, .items = items}; return vintern(&p); }
@@ -98,12 +103,17 @@ const Value *v_kernel(UOp *ast, int nmeta, const Meta *const *meta) {
 const Value *v_dtype(const DType *d) { Value p = {.kind = V_DTYPE, .dt = d}; return vintern(&p); }
 const Value *v_addrspace(AddrSpace as) { Value p = {.kind = V_ADDRSPACE, .as = as}; return vintern(&p); }
 
-static double num_of(const Value *v) { return v->kind == V_BOOL ? v->b : v->kind == V_INT ? (double)v->i : v->f; }
+static double num_of(const Value *v) {
+  return v->kind == V_BOOL ? v->b : v->kind == V_INT ? (v->n == 1 ? (double)(uint64_t)v->i : (double)v->i) : v->f;
+}
 static bool is_num(const Value *v) { return v->kind == V_BOOL || v->kind == V_INT || v->kind == V_FLOAT; }
 int v_cmp(const Value *a, const Value *b) {
   if (a == b) return 0;
   if (is_num(a) && is_num(b)) {
     if (a->kind != V_FLOAT && b->kind != V_FLOAT) {
+      bool ua = a->kind == V_INT && a->n == 1, ub = b->kind == V_INT && b->n == 1; /* >= 2**63 */
+      if (ua != ub) return ua ? 1 : -1;
+      if (ua) return (uint64_t)a->i < (uint64_t)b->i ? -1 : (uint64_t)a->i > (uint64_t)b->i;
       int64_t x = a->kind == V_BOOL ? a->b : a->i, y = b->kind == V_BOOL ? b->b : b->i;
       return x < y ? -1 : x > y;
     }

@@ -67,6 +67,11 @@ char *arena_printf(Arena *a, const char *fmt, ...) {
 ArenaMark arena_mark(Arena *a) { return (ArenaMark){a->head, a->head ? a->head->off : 0}; }
 void arena_pop(Arena *a, ArenaMark m) {
   while (a->head && a->head != m.chunk) {
+    if (!m.chunk && !a->head->prev) { /* popping to empty: keep one chunk for reuse */
+      a->used_total -= a->head->off;
+      a->head->off = 0;
+      return;
+    }
     ArenaChunk *p = a->head->prev;
     a->used_total -= a->head->off;
     free(a->head);
@@ -75,7 +80,7 @@ void arena_pop(Arena *a, ArenaMark m) {
   if (a->head) { a->used_total -= a->head->off - m.off; a->head->off = m.off; }
 }
 void arena_free(Arena *a) {
-  arena_pop(a, (ArenaMark){NULL, 0});
+  while (a->head) { ArenaChunk *p = a->head->prev; free(a->head); a->head = p; }
   a->used_total = 0;
 }
 

@@ -1,0 +1,768 @@
+/* graph_read.c: the FORMATS.md readers (graph files §1, expect files §2) into the current UCtx.
+ *
+ * cJSON parses the text; one extra linear pass then pairs every number node with its token in the
+ * source (cJSON builds nodes in document order, so the k-th number node is the k-th number token
+ * outside a string) and keeps the token text of floats (so `1` and `1.0` stay distinct) and of
+ * integers too long for a double (ulong max), in the node's unused valuestring. Rows are then read
+ * in order; every row becomes an interned UOp. Nothing is guessed: each field is checked, and the
+ * first problem fails with TG_EINPUT and "FILE: row ID (OP): FIELD: what" (or "FILE: FIELD: what"
+ * for top-level fields), FIELD being a path like src[1] or arg.st[0].shape[2]. */
+#include "graph.h"
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct RCtx {
+  const char *file, *basedir;
+  UOp **rows; int nrows;          /* rows read so far (refs must point here) */
+  int64_t row; const char *op;    /* current row (-1: top level) */
+  char path[512]; size_t plen;    /* current field path */
+  Graph *g;
+  const char *text; size_t tlen;  /* for JSON positions */
+} RCtx;
+
+static _Noreturn void rfail(RCtx *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static _Noreturn void rfail(RCtx *R, const char *fmt, ...) {
+  char what[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  const char *p = R->plen ? R->path : NULL;
+  if (R->row >= 0 && R->op) tg_fail(TG_EINPUT, "%s: row %lld (%s): %s%s%s", R->file, (long long)R->row, R->op, p ? p : "", p ? ": " : "", what);
+  if (R->row >= 0) tg_fail(TG_EINPUT, "%s: row %lld: %s%s%s", R->file, (long long)R->row, p ? p : "", p ? ": " : "", what);
+  tg_fail(TG_EINPUT, "%s: %s%s%s", R->file, p ? p : "", p ? ": " : "", what);
+}
+/* field path: push returns the old length to restore */
+static size_t ppush(RCtx *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static size_t ppush(RCtx *R, const char *fmt, ...) {
+  size_t old = R->plen;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(R->path + R->plen, sizeof R->path - R->plen, fmt, ap);
+  va_end(ap);
+  if (k > 0) R->plen = R->plen + (size_t)k < sizeof R->path ? R->plen + (size_t)k : sizeof R->path - 1;
+  return old;
+}
+static void ppop(RCtx *R, size_t old) { R->plen = old; R->path[old] = 0; }
+static void pset(RCtx *R, const char *s) { R->plen = 0; R->path[0] = 0; if (s) ppush(R, "%s", s); }
+
+static const char *jkind(const cJSON *j) {
+  if (!j) return "nothing";
+  if (cJSON_IsNull(j)) return "null";
+  if (cJSON_IsBool(j)) return "a boolean";
+  if (cJSON_IsNumber(j)) return "a number";
+  if (cJSON_IsString(j)) return "a string";
+  if (cJSON_IsArray(j)) return "an array";
+  return "an object";
+}
+
+/* ---- number tokens ---- */
+typedef struct Tok { const char *p, *end; size_t n; } Tok;
+static bool tok_next(Tok *t, const char **s, size_t *len) {
+  while (t->p < t->end) {
+    char c = *t->p;
+    if (c == '"') {
+      t->p++;
+      while (t->p < t->end && *t->p != '"') t->p += *t->p == '\\' ? 2 : 1;
+      t->p++;
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+      const char *b = t->p;
+      while (t->p < t->end && strchr("0123456789+-.eE", *t->p) && *t->p) t->p++;
+      *s = b;
+      *len = (size_t)(t->p - b);
+      return true;
+    } else t->p++;
+  }
+  return false;
+}
+static void annotate_numbers(cJSON *j, Tok *t) {
+  for (; j; j = j->next) {
+    if (cJSON_IsNumber(j)) {
+      const char *s;
+      size_t n;
+      if (!tok_next(t, &s, &n)) return;
+      bool isfloat = memchr(s, '.', n) || memchr(s, 'e', n) || memchr(s, 'E', n);
+      if (isfloat || n >= 16) {
+        char *c = cJSON_malloc(n + 1);
+        if (!c) tg_fail(TG_EINTERNAL, "out of memory");
+        memcpy(c, s, n);
+        c[n] = 0;
+        j->valuestring = c;
+      }
+    }
+    if (j->child) annotate_numbers(j->child, t);
+  }
+}
+
+/* a number: *isint tells which of *i (with *big: bits of a value >= 2**63) or *f is set */
+typedef struct Num { bool isint, big; int64_t i; double f; } Num;
+static Num jnum(RCtx *R, const cJSON *j) {
+  Num r = {false, false, 0, j->valuedouble};
+  const char *s = j->valuestring;
+  if (s && (strchr(s, '.') || strchr(s, 'e') || strchr(s, 'E'))) return r;
+  r.isint = true;
+  if (!s) { r.i = (int64_t)j->valuedouble; return r; }
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno == 0 && *end == 0) { r.i = v; return r; }
+  if (s[0] != '-') {
+    errno = 0;
+    unsigned long long u = strtoull(s, &end, 10);
+    if (errno == 0 && *end == 0) { r.i = (int64_t)u; r.big = true; return r; }
+  }
+  rfail(R, "integer %s is out of range", s);
+}
+static int64_t jint(RCtx *R, const cJSON *j, const char *what) {
+  if (!cJSON_IsNumber(j)) rfail(R, "expected %s, got %s", what, jkind(j));
+  Num n = jnum(R, j);
+  if (!n.isint || n.big) rfail(R, "expected %s, got %s", what, n.isint ? "an integer above 2**63" : "a float");
+  return n.i;
+}
+static bool utf8_ok(const unsigned char *p) {
+  while (*p) {
+    if (*p < 0x80) { p++; continue; }
+    int n = (*p & 0xe0) == 0xc0 ? 1 : (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
+    if (n < 0 || (n == 1 && *p < 0xc2)) return false;
+    for (int i = 1; i <= n; i++) if ((p[i] & 0xc0) != 0x80) return false;
+    p += n + 1;
+  }
+  return true;
+}
+static const char *jstr(RCtx *R, const cJSON *j, const char *what) {
+  if (!cJSON_IsString(j)) rfail(R, "expected %s, got %s", what, jkind(j));
+  if (!utf8_ok((const unsigned char *)j->valuestring)) rfail(R, "string is not valid UTF-8");
+  return j->valuestring;
+}
+static UOp *jref(RCtx *R, const cJSON *j) {
+  int64_t id = jint(R, j, "a row id");
+  if (id < 0 || id >= R->nrows) rfail(R, "no row %lld", (long long)id);
+  return R->rows[id];
+}
+
+/* ---- values ---- */
+static const Value *jvalue(RCtx *R, const cJSON *j);
+
+static Sint jsint(RCtx *R, const cJSON *j) {
+  if (cJSON_IsObject(j)) {
+    const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "uop");
+    if (!u || cJSON_GetArraySize(j) != 1) rfail(R, "expected an integer or {\"uop\": id}");
+    size_t o = ppush(R, ".uop");
+    UOp *x = jref(R, u);
+    ppop(R, o);
+    return (Sint){0, x};
+  }
+  return si(jint(R, j, "an integer or {\"uop\": id}"));
+}
+static Sint *jsints(RCtx *R, const cJSON *j, int *n, const char *what) {
+  if (!cJSON_IsArray(j)) rfail(R, "expected %s, got %s", what, jkind(j));
+  int k = cJSON_GetArraySize(j), i = 0;
+  Sint *out = arena_alloc(&uctx->scratch, sizeof(Sint) * (size_t)(k + 1));
+  for (const cJSON *e = j->child; e; e = e->next, i++) {
+    size_t o = ppush(R, "[%d]", i);
+    out[i] = jsint(R, e);
+    ppop(R, o);
+  }
+  *n = k;
+  return out;
+}
+static const View *jview(RCtx *R, const cJSON *j) {
+  if (!cJSON_IsObject(j)) rfail(R, "expected a view object, got %s", jkind(j));
+  const cJSON *shape = NULL, *strides = NULL, *offset = NULL, *mask = NULL, *contig = NULL;
+  bool has_mask = false;
+  for (const cJSON *e = j->child; e; e = e->next) {
+    const char *k = e->string;
+    const cJSON **slot = strcmp(k, "shape") == 0 ? &shape : strcmp(k, "strides") == 0 ? &strides
+      : strcmp(k, "offset") == 0 ? &offset : strcmp(k, "mask") == 0 ? &mask : strcmp(k, "contiguous") == 0 ? &contig : NULL;
+    if (!slot) rfail(R, "unknown view field \"%s\"", k);
+    if (*slot || (slot == &mask && has_mask)) rfail(R, "duplicate view field \"%s\"", k);
+    *slot = e;
+    if (slot == &mask) has_mask = true;
+  }
+  if (!shape || !strides || !offset || !contig) rfail(R, "a view needs shape, strides, offset and contiguous");
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  int nd, ns;
+  size_t o = ppush(R, ".shape");
+  Sint *sh = jsints(R, shape, &nd, "a shape array");
+  ppop(R, o);
+  o = ppush(R, ".strides");
+  Sint *st = jsints(R, strides, &ns, "a strides array");
+  if (ns != nd) rfail(R, "%d strides for %d dims", ns, nd);
+  ppop(R, o);
+  o = ppush(R, ".offset");
+  Sint off = jsint(R, offset);
+  ppop(R, o);
+  Sint *mk2 = NULL;
+  if (mask && !cJSON_IsNull(mask)) {
+    o = ppush(R, ".mask");
+    if (!cJSON_IsArray(mask)) rfail(R, "expected null or an array of [begin, end], got %s", jkind(mask));
+    if (cJSON_GetArraySize(mask) != nd) rfail(R, "%d mask entries for %d dims", cJSON_GetArraySize(mask), nd);
+    mk2 = arena_alloc(&uctx->scratch, sizeof(Sint) * (size_t)(2 * nd + 1));
+    int i = 0;
+    for (const cJSON *e = mask->child; e; e = e->next, i++) {
+      size_t o2 = ppush(R, "[%d]", i);
+      int two;
+      Sint *be = jsints(R, e, &two, "a [begin, end] pair");
+      if (two != 2) rfail(R, "expected a [begin, end] pair");
+      mk2[2 * i] = be[0];
+      mk2[2 * i + 1] = be[1];
+      ppop(R, o2);
+    }
+    ppop(R, o);
+  }
+  if (!cJSON_IsBool(contig)) { o = ppush(R, ".contiguous"); rfail(R, "expected a boolean, got %s", jkind(contig)); }
+  const View *v = view_intern(nd, sh, st, off, mk2, cJSON_IsTrue(contig));
+  arena_pop(&uctx->scratch, mk);
+  return v;
+}
+static MetaList jmetas(RCtx *R, const cJSON *j) {
+  if (!cJSON_IsArray(j)) rfail(R, "expected an array of metadata, got %s", jkind(j));
+  int n = cJSON_GetArraySize(j), i = 0;
+  const Meta **m = arena_alloc(ga(), sizeof(Meta *) * (size_t)(n + 1));
+  for (const cJSON *e = j->child; e; e = e->next, i++) {
+    size_t o = ppush(R, "[%d]", i);
+    if (!cJSON_IsObject(e)) rfail(R, "expected a metadata object, got %s", jkind(e));
+    const cJSON *name = NULL, *caller = NULL, *bw = NULL;
+    for (const cJSON *f = e->child; f; f = f->next) {
+      const cJSON **slot = strcmp(f->string, "name") == 0 ? &name : strcmp(f->string, "caller") == 0 ? &caller
+        : strcmp(f->string, "backward") == 0 ? &bw : NULL;
+      if (!slot) rfail(R, "unknown metadata field \"%s\"", f->string);
+      if (*slot) rfail(R, "duplicate metadata field \"%s\"", f->string);
+      *slot = f;
+    }
+    if (!name) rfail(R, "metadata needs a name");
+    size_t o2 = ppush(R, ".name");
+    const char *nm = jstr(R, name, "a string");
+    ppop(R, o2);
+    const char *cl = "";
+    if (caller) { o2 = ppush(R, ".caller"); cl = jstr(R, caller, "a string"); ppop(R, o2); }
+    if (bw && !cJSON_IsBool(bw)) { ppush(R, ".backward"); rfail(R, "expected a boolean, got %s", jkind(bw)); }
+    m[i] = meta_intern(nm, cl, bw && cJSON_IsTrue(bw));
+    ppop(R, o);
+  }
+  return (MetaList){n, m};
+}
+static const Value *jspecial(RCtx *R, const cJSON *j) {
+  const cJSON *e = j->child;
+  if (!e || e->next) rfail(R, "unknown arg encoding (an object must have exactly one key)");
+  const char *k = e->string;
+  size_t o = ppush(R, ".%s", k);
+  const Value *r;
+  if (strcmp(k, "float") == 0) {
+    const char *s = jstr(R, e, "\"inf\", \"-inf\" or \"nan\"");
+    if (strcmp(s, "inf") == 0) r = v_float(INFINITY);
+    else if (strcmp(s, "-inf") == 0) r = v_float(-INFINITY);
+    else if (strcmp(s, "nan") == 0) r = v_float(NAN);
+    else rfail(R, "expected \"inf\", \"-inf\" or \"nan\", got \"%s\"", s);
+  } else if (strcmp(k, "ops") == 0) {
+    const char *s = jstr(R, e, "an op name");
+    Op op = op_from_name(s);
+    if (op == OP_INVALID) rfail(R, "unknown op \"%s\"", s);
+    r = v_ops(op);
+  } else if (strcmp(k, "uop") == 0) {
+    r = v_uop(jref(R, e));
+  } else if (strcmp(k, "st") == 0) {
+    if (!cJSON_IsArray(e)) rfail(R, "expected an array of views, got %s", jkind(e));
+    int n = cJSON_GetArraySize(e), i = 0;
+    if (n == 0) rfail(R, "a ShapeTracker needs at least one view");
+    const View **vs = arena_alloc(ga(), sizeof(View *) * (size_t)n);
+    for (const cJSON *v = e->child; v; v = v->next, i++) {
+      size_t o2 = ppush(R, "[%d]", i);
+      vs[i] = jview(R, v);
+      ppop(R, o2);
+    }
+    r = v_st(st_intern(n, vs));
+  } else if (strcmp(k, "kernel") == 0) {
+    if (!cJSON_IsObject(e)) rfail(R, "expected {\"ast\": id, \"metadata\": [...]}, got %s", jkind(e));
+    const cJSON *ast = NULL, *md = NULL;
+    for (const cJSON *f = e->child; f; f = f->next) {
+      const cJSON **slot = strcmp(f->string, "ast") == 0 ? &ast : strcmp(f->string, "metadata") == 0 ? &md : NULL;
+      if (!slot) rfail(R, "unknown kernel field \"%s\"", f->string);
+      if (*slot) rfail(R, "duplicate kernel field \"%s\"", f->string);
+      *slot = f;
+    }
+    if (!ast) rfail(R, "a kernel needs an ast");
+    size_t o2 = ppush(R, ".ast");
+    UOp *a = jref(R, ast);
+    ppop(R, o2);
+    MetaList ml = {0, NULL};
+    if (md) { o2 = ppush(R, ".metadata"); ml = jmetas(R, md); ppop(R, o2); }
+    r = v_kernel(a, ml.n, ml.m);
+  } else if (strcmp(k, "dtype") == 0) {
+    const char *s = jstr(R, e, "a dtype string");
+    const DType *d = dt_parse(s);
+    if (!d) rfail(R, "unknown dtype \"%s\"", s);
+    r = v_dtype(d);
+  } else if (strcmp(k, "addrspace") == 0) {
+    const char *s = jstr(R, e, "GLOBAL, LOCAL or REG");
+    if (strcmp(s, "GLOBAL") == 0) r = v_addrspace(AS_GLOBAL);
+    else if (strcmp(s, "LOCAL") == 0) r = v_addrspace(AS_LOCAL);
+    else if (strcmp(s, "REG") == 0) r = v_addrspace(AS_REG);
+    else rfail(R, "unknown address space \"%s\"", s);
+  } else {
+    ppop(R, o);
+    rfail(R, "unknown arg encoding \"%s\"", k);
+  }
+  ppop(R, o);
+  return r;
+}
+static const Value *jvalue(RCtx *R, const cJSON *j) {
+  if (cJSON_IsNull(j)) return v_none();
+  if (cJSON_IsBool(j)) return v_bool(cJSON_IsTrue(j));
+  if (cJSON_IsNumber(j)) {
+    Num n = jnum(R, j);
+    return !n.isint ? v_float(n.f) : n.big ? v_uint64((uint64_t)n.i) : v_int(n.i);
+  }
+  if (cJSON_IsString(j)) return v_str(jstr(R, j, "a string"));
+  if (cJSON_IsArray(j)) {
+    int n = cJSON_GetArraySize(j), i = 0;
+    ArenaMark mk = arena_mark(&uctx->scratch);
+    const Value **it = arena_alloc(&uctx->scratch, sizeof(Value *) * (size_t)(n + 1));
+    for (const cJSON *e = j->child; e; e = e->next, i++) {
+      size_t o = ppush(R, "[%d]", i);
+      it[i] = jvalue(R, e);
+      ppop(R, o);
+    }
+    const Value *r = v_tuple(n, it);
+    arena_pop(&uctx->scratch, mk);
+    return r;
+  }
+  return jspecial(R, j);
+}
+/* a CONST's number takes its row's dtype */
+static const Value *jconst(RCtx *R, const cJSON *j, const DType *dt) {
+  const DType *s = dt->kind == DTK_SCALAR ? dt_scalar_of(dt) : NULL;
+  if (!s || s == dt_void) return jvalue(R, j);
+  if (dt_is_float(s)) {
+    if (cJSON_IsNumber(j)) return v_float(j->valuedouble);
+    if (cJSON_IsObject(j)) {
+      const Value *v = jspecial(R, j);
+      if (v->kind == V_FLOAT) return v;
+    }
+    rfail(R, "expected a number for a %s CONST, got %s", dt_repr(&uctx->scratch, dt), jkind(j));
+  }
+  if (dt_is_bool(s)) {
+    if (!cJSON_IsBool(j)) rfail(R, "expected true or false for a bool CONST, got %s", jkind(j));
+    return v_bool(cJSON_IsTrue(j));
+  }
+  if (!cJSON_IsNumber(j)) rfail(R, "expected an integer for a %s CONST, got %s", dt_repr(&uctx->scratch, dt), jkind(j));
+  Num n = jnum(R, j);
+  if (!n.isint) rfail(R, "expected an integer for a %s CONST, got a float", dt_repr(&uctx->scratch, dt));
+  return n.big ? v_uint64((uint64_t)n.i) : v_int(n.i);
+}
+
+/* ---- rows ---- */
+static const char *const row_fields[] = {"id", "op", "dtype", "src", "arg", "tag", "meta", "data"};
+enum { RF_ID, RF_OP, RF_DTYPE, RF_SRC, RF_ARG, RF_TAG, RF_META, RF_DATA, RF_N };
+
+static void read_data(RCtx *R, const cJSON *d, UOp *u) {
+  pset(R, "data");
+  if (u->op != OP_BUFFER) rfail(R, "only BUFFER rows carry data");
+  if (!cJSON_IsObject(d)) rfail(R, "expected an object, got %s", jkind(d));
+  if (u->arg->kind != V_INT || u->arg->n) { pset(R, "arg"); rfail(R, "a BUFFER with data needs an integer size"); }
+  size_t want = (size_t)u->arg->i * (size_t)u->dtype->itemsize;
+  const cJSON *enc = cJSON_GetObjectItemCaseSensitive(d, "encoding"), *bytes = cJSON_GetObjectItemCaseSensitive(d, "bytes");
+  const cJSON *file = cJSON_GetObjectItemCaseSensitive(d, "file");
+  BufData bd = {u, NULL, 0};
+  if (file && !enc && !bytes && cJSON_GetArraySize(d) == 1) {
+    ppush(R, ".file");
+    const char *f = jstr(R, file, "a path string");
+    char *full = f[0] == '/' || !R->basedir || !*R->basedir ? arena_strdup(ga(), f) : arena_printf(ga(), "%s/%s", R->basedir, f);
+    TgTry t;
+    const DType *fdt = NULL;
+    int nd = 0;
+    int64_t shape[8];
+    size_t nb = 0;
+    void *p = NULL;
+    if (TG_TRY(t)) {
+      p = npy_read(ga(), full, &fdt, &nd, shape, &nb);
+      tg_try_end(&t);
+    } else {
+      char m[sizeof tg_last_error.msg];
+      snprintf(m, sizeof m, "%s", tg_last_error.msg);
+      rfail(R, "%s", m);
+    }
+    bool same = fdt == u->dtype || (fdt->itemsize == 1 && u->dtype->itemsize == 1 && (fdt->scalar == SC_FP8E4M3) &&
+                                     (u->dtype->scalar == SC_FP8E4M3 || u->dtype->scalar == SC_FP8E5M2));
+    if (!same) rfail(R, "%s holds %s, the BUFFER is %s", f, dt_repr(&uctx->scratch, fdt), dt_repr(&uctx->scratch, u->dtype));
+    if (nb != want)
+      rfail(R, "%s holds %zu elements, the BUFFER has %lld", f, nb / (size_t)fdt->itemsize, (long long)u->arg->i);
+    bd.bytes = p;
+    bd.nbytes = nb;
+  } else {
+    for (const cJSON *e = d->child; e; e = e->next)
+      if (strcmp(e->string, "encoding") && strcmp(e->string, "bytes")) rfail(R, "unknown data field \"%s\"", e->string);
+    if (!enc) rfail(R, "needs \"encoding\": \"base64\" and \"bytes\", or \"file\"");
+    ppush(R, ".encoding");
+    const char *e = jstr(R, enc, "a string");
+    if (strcmp(e, "base64")) rfail(R, "unknown encoding \"%s\" (only base64)", e);
+    pset(R, "data.bytes");
+    if (!bytes) rfail(R, "missing");
+    const char *s = jstr(R, bytes, "a base64 string");
+    size_t n;
+    void *p = b64_decode(ga(), s, &n);
+    if (!p) rfail(R, "invalid base64");
+    if (n != want)
+      rfail(R, "%zu bytes, the BUFFER needs %zu (%lld x %d)", n, want, (long long)u->arg->i, u->dtype->itemsize);
+    bd.bytes = p;
+    bd.nbytes = n;
+  }
+  Graph *g = R->g;
+  if (g) {
+    BufData *nd = arena_alloc(ga(), sizeof *nd * (size_t)(g->ndata + 1));
+    if (g->ndata) memcpy(nd, g->data, sizeof *nd * (size_t)g->ndata);
+    nd[g->ndata++] = bd;
+    g->data = nd;
+  }
+}
+
+static void read_rows(RCtx *R, const cJSON *uops, bool allow_data) {
+  pset(R, "uops");
+  if (!cJSON_IsArray(uops)) rfail(R, "expected an array, got %s", jkind(uops));
+  int n = cJSON_GetArraySize(uops);
+  R->rows = arena_alloc(ga(), sizeof(UOp *) * (size_t)(n + 1));
+  R->nrows = 0;
+  int i = 0;
+  for (const cJSON *r = uops->child; r; r = r->next, i++) {
+    R->row = i;
+    R->op = NULL;
+    pset(R, NULL);
+    if (!cJSON_IsObject(r)) rfail(R, "expected a row object, got %s", jkind(r));
+    const cJSON *f[RF_N] = {0};
+    const char *unknown = NULL, *dup = NULL; /* reported once the op is known */
+    for (const cJSON *e = r->child; e; e = e->next) {
+      int k = 0;
+      while (k < RF_N && strcmp(e->string, row_fields[k])) k++;
+      if (k == RF_N) { if (!unknown) unknown = e->string; continue; }
+      if (f[k]) { if (!dup) dup = e->string; continue; }
+      f[k] = e;
+    }
+    pset(R, "id");
+    if (!f[RF_ID]) rfail(R, "missing");
+    int64_t id = jint(R, f[RF_ID], "an integer");
+    if (id != i) rfail(R, "is %lld, expected the row index %d", (long long)id, i);
+    pset(R, "op");
+    if (!f[RF_OP]) rfail(R, "missing");
+    const char *opn = jstr(R, f[RF_OP], "an op name");
+    Op op = op_from_name(opn);
+    if (op == OP_INVALID) rfail(R, "unknown op \"%s\"", opn);
+    R->op = op_names[op];
+    pset(R, NULL);
+    if (unknown) rfail(R, "unknown field \"%s\"", unknown);
+    if (dup) rfail(R, "duplicate field \"%s\"", dup);
+    pset(R, "dtype");
+    if (!f[RF_DTYPE]) rfail(R, "missing");
+    const char *dts = jstr(R, f[RF_DTYPE], "a dtype string");
+    const DType *dt = dt_parse(dts);
+    if (!dt) rfail(R, "unknown dtype \"%s\"", dts);
+    ArenaMark mk = arena_mark(&uctx->scratch);
+    int ns = 0;
+    UOp **src = NULL;
+    if (f[RF_SRC]) {
+      pset(R, "src");
+      if (!cJSON_IsArray(f[RF_SRC])) rfail(R, "expected an array of row ids, got %s", jkind(f[RF_SRC]));
+      ns = cJSON_GetArraySize(f[RF_SRC]);
+      if (ns > 65535) rfail(R, "%d sources is more than tgc supports", ns);
+      src = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)(ns + 1));
+      int k = 0;
+      for (const cJSON *e = f[RF_SRC]->child; e; e = e->next, k++) {
+        pset(R, NULL);
+        ppush(R, "src[%d]", k);
+        int64_t sid = jint(R, e, "a row id");
+        if (sid < 0 || sid >= i) rfail(R, sid == i ? "row %lld is this row" : "no row %lld", (long long)sid);
+        src[k] = R->rows[sid];
+      }
+    }
+    const Value *arg = v_none(), *tag = v_none();
+    if (f[RF_ARG]) {
+      pset(R, "arg");
+      arg = op == OP_CONST ? jconst(R, f[RF_ARG], dt) : jvalue(R, f[RF_ARG]);
+    }
+    if (f[RF_TAG]) { pset(R, "tag"); tag = jvalue(R, f[RF_TAG]); }
+    MetaList ml = {0, NULL};
+    if (f[RF_META]) { pset(R, "meta"); ml = jmetas(R, f[RF_META]); }
+    if (op == OP_UNIQUE && R->g) {
+      pset(R, "arg");
+      if (arg->kind != V_INT || arg->n) rfail(R, "a UNIQUE needs an integer arg");
+      if (arg->i > R->g->max_unique) R->g->max_unique = arg->i;
+    }
+    UOp *u = uop_new(op, dt, ns, src, arg, tag);
+    arena_pop(&uctx->scratch, mk);
+    if (ml.n) uop_set_meta(u, ml);
+    R->rows[i] = u;
+    R->nrows = i + 1;
+    if (f[RF_DATA]) {
+      if (!allow_data) { pset(R, "data"); rfail(R, "not allowed here"); }
+      read_data(R, f[RF_DATA], u);
+    }
+  }
+  R->row = -1;
+  R->op = NULL;
+}
+
+/* ---- documents ---- */
+/* whether the text ends with a string or bracket open; *str_at: where an open string began (or n) */
+static bool json_unclosed(const char *t, size_t n, size_t *str_at) {
+  int depth = 0;
+  bool str = false;
+  *str_at = n;
+  for (size_t i = 0; i < n; i++) {
+    if (str) { if (t[i] == '\\') i++; else if (t[i] == '"') str = false; }
+    else if (t[i] == '"') { str = true; *str_at = i; }
+    else if (t[i] == '[' || t[i] == '{') depth++;
+    else if (t[i] == ']' || t[i] == '}') depth--;
+  }
+  if (!str) *str_at = n;
+  return str || depth > 0;
+}
+static cJSON *parse_doc(RCtx *R, const char *text, size_t n) {
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, false);
+  if (!root) {
+    size_t off = end && end >= text ? (size_t)(end - text) : 0;
+    if (off > n) off = n;
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < off; i++) { if (text[i] == '\n') line++, col = 1; else col++; }
+    size_t k = off + 1;
+    while (k < n && (text[k] == ' ' || text[k] == '\n' || text[k] == '\r' || text[k] == '\t')) k++;
+    bool blank = true;
+    for (size_t i = 0; i < n && blank; i++) blank = text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t';
+    if (blank) tg_fail(TG_EINPUT, "%s: JSON: empty input", R->file);
+    /* cJSON reports an early end at the last character (or at the start of an unterminated
+     * string): it is truncation when the text leaves a string or a bracket open there */
+    size_t str_at;
+    bool open = json_unclosed(text, n, &str_at);
+    if (open && (k >= n || str_at == off || str_at + 1 == off)) {
+      line = 1, col = 1;
+      for (size_t i = 0; i < n; i++) { if (text[i] == '\n') line++, col = 1; else col++; }
+      tg_fail(TG_EINPUT, "%s: JSON: truncated (unexpected end of input at line %zu, column %zu, offset %zu)", R->file, line, col, n);
+    }
+    tg_fail(TG_EINPUT, "%s: JSON: syntax error at line %zu, column %zu (offset %zu)", R->file, line, col, off);
+  }
+  const char *p = end;
+  while (p < text + n && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  if (p < text + n) {
+    size_t off = (size_t)(p - text), line = 1, col = 1;
+    for (size_t i = 0; i < off; i++) { if (text[i] == '\n') line++, col = 1; else col++; }
+    cJSON_Delete(root);
+    tg_fail(TG_EINPUT, "%s: JSON: unexpected text after the document at line %zu, column %zu (offset %zu)", R->file, line, col, off);
+  }
+  Tok t = {text, text + n, 0};
+  annotate_numbers(root, &t);
+  return root;
+}
+/* runs fn(R, root, ud) with root freed on success and on failure */
+typedef void (*DocFn)(RCtx *R, const cJSON *root, void *ud);
+static void with_doc(RCtx *R, const char *text, size_t n, DocFn fn, void *ud) {
+  cJSON *root = parse_doc(R, text, n);
+  TgTry t;
+  if (TG_TRY(t)) {
+    fn(R, root, ud);
+    tg_try_end(&t);
+    cJSON_Delete(root);
+  } else {
+    cJSON_Delete(root);
+    TgErr e = tg_last_error; /* tg_fail formats into tg_last_error: pass a copy */
+    tg_fail(e.code, "%s", e.msg);
+  }
+}
+static void check_header(RCtx *R, const cJSON *root, const char *format) {
+  pset(R, NULL);
+  if (!cJSON_IsObject(root)) rfail(R, "expected a JSON object, got %s", jkind(root));
+  pset(R, "format");
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "format");
+  if (!f) rfail(R, "missing (expected \"%s\")", format);
+  if (strcmp(jstr(R, f, "a string"), format)) rfail(R, "is \"%s\", expected \"%s\"", f->valuestring, format);
+  pset(R, "version");
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "version");
+  if (!v) rfail(R, "missing");
+  int64_t ver = jint(R, v, "an integer");
+  if (ver != 1) rfail(R, "%lld is not supported (only 1)", (long long)ver);
+  pset(R, "producer");
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "producer");
+  if (p) jstr(R, p, "a string");
+}
+static void check_keys(RCtx *R, const cJSON *obj, const char *const *keys, int nkeys) {
+  for (const cJSON *e = obj->child; e; e = e->next) {
+    int k = 0;
+    while (k < nkeys && strcmp(e->string, keys[k])) k++;
+    pset(R, NULL);
+    if (k == nkeys) rfail(R, "unknown top-level field \"%s\"", e->string);
+    for (const cJSON *d = obj->child; d != e; d = d->next)
+      if (strcmp(d->string, e->string) == 0) rfail(R, "duplicate top-level field \"%s\"", e->string);
+  }
+}
+
+static const struct { const char *name; size_t off; bool i64; } option_keys[] = {
+  {"FUSE_ARANGE", offsetof(Options, fuse_arange), false}, {"FUSE_CONV_BW", offsetof(Options, fuse_conv_bw), false},
+  {"SPLIT_REDUCEOP", offsetof(Options, split_reduceop), false}, {"DONT_REALIZE_EXPAND", offsetof(Options, dont_realize_expand), false},
+  {"DONT_GROUP_REDUCES", offsetof(Options, dont_group_reduces), false},
+  {"REDUCEOP_SPLIT_THRESHOLD", offsetof(Options, reduceop_split_threshold), true},
+  {"REDUCEOP_SPLIT_SIZE", offsetof(Options, reduceop_split_size), true},
+  {"MAX_KERNEL_BUFFERS", offsetof(Options, max_kernel_buffers), true}, {"RING", offsetof(Options, ring), false},
+};
+
+static void graph_doc(RCtx *R, const cJSON *root, void *ud) {
+  Graph *g = ud;
+  static const char *const keys[] = {"format", "version", "producer", "options", "uops", "sink"};
+  check_header(R, root, "tgc.graph");
+  check_keys(R, root, keys, 6);
+  options_default(&g->opt);
+  const cJSON *opts = cJSON_GetObjectItemCaseSensitive(root, "options");
+  if (opts) {
+    pset(R, "options");
+    if (!cJSON_IsObject(opts)) rfail(R, "expected an object, got %s", jkind(opts));
+    for (const cJSON *e = opts->child; e; e = e->next) {
+      size_t k = 0;
+      while (k < sizeof option_keys / sizeof *option_keys && strcmp(option_keys[k].name, e->string)) k++;
+      pset(R, "options.");
+      ppush(R, "%s", e->string);
+      if (k == sizeof option_keys / sizeof *option_keys) rfail(R, "unknown option");
+      int64_t v = jint(R, e, "an integer");
+      char *base = (char *)&g->opt + option_keys[k].off;
+      if (option_keys[k].i64) memcpy(base, &v, sizeof v);
+      else {
+        if (v < -2147483647 || v > 2147483647) rfail(R, "out of range");
+        int iv = (int)v;
+        memcpy(base, &iv, sizeof iv);
+      }
+    }
+  }
+  const cJSON *uops = cJSON_GetObjectItemCaseSensitive(root, "uops");
+  pset(R, "uops");
+  if (!uops) rfail(R, "missing");
+  read_rows(R, uops, true);
+  g->nrows = R->nrows;
+  g->rows = R->rows;
+  pset(R, "sink");
+  const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, "sink");
+  if (!s) rfail(R, "missing");
+  int64_t sid = jint(R, s, "a row id");
+  if (sid < 0 || sid >= g->nrows) rfail(R, "no row %lld", (long long)sid);
+  if (g->rows[sid]->op != OP_SINK) rfail(R, "row %lld is a %s, not a SINK", (long long)sid, op_names[g->rows[sid]->op]);
+  g->sink = g->rows[sid];
+}
+
+Graph *graph_read_mem(const char *name, const char *text, size_t n, const char *basedir) {
+  Graph *g = arena_alloc(ga(), sizeof *g);
+  g->path = arena_strdup(ga(), name);
+  g->max_unique = -1;
+  RCtx R = {.file = g->path, .basedir = basedir, .row = -1, .g = g, .text = text, .tlen = n};
+  with_doc(&R, text, n, graph_doc, g);
+  uctx->opt = g->opt;
+  if (g->max_unique + 1 > uctx->next_unique) uctx->next_unique = g->max_unique + 1;
+  return g;
+}
+
+static char *dir_of(const char *path) {
+  const char *s = strrchr(path, '/');
+  if (!s) return arena_strdup(ga(), ".");
+  if (s == path) return arena_strdup(ga(), "/");
+  return arena_printf(ga(), "%.*s", (int)(s - path), path);
+}
+Graph *graph_read_file(const char *path) {
+  size_t n;
+  char *text = read_file(ga(), path, &n);
+  if (!text) tg_fail(TG_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+  return graph_read_mem(path, text, n, strcmp(path, "-") == 0 ? "." : dir_of(path));
+}
+
+/* ---- expect files ---- */
+static void expect_doc(RCtx *R, const cJSON *root, void *ud) {
+  Expect *x = ud;
+  static const char *const keys[] = {"format", "version", "producer", "kernels", "schedule", "uops", "outputs"};
+  check_header(R, root, "tgc.expect");
+  check_keys(R, root, keys, 7);
+  pset(R, "kernels");
+  const cJSON *k = cJSON_GetObjectItemCaseSensitive(root, "kernels");
+  if (!k) rfail(R, "missing");
+  int64_t kk = jint(R, k, "an integer");
+  if (kk < 0 || kk > 1000000000) rfail(R, "out of range");
+  x->kernels = (int)kk;
+  const cJSON *uops = cJSON_GetObjectItemCaseSensitive(root, "uops");
+  pset(R, "uops");
+  if (!uops) rfail(R, "missing");
+  read_rows(R, uops, false);
+  const cJSON *sch = cJSON_GetObjectItemCaseSensitive(root, "schedule");
+  pset(R, "schedule");
+  if (!sch) rfail(R, "missing");
+  if (!cJSON_IsArray(sch)) rfail(R, "expected an array, got %s", jkind(sch));
+  x->nitems = cJSON_GetArraySize(sch);
+  x->items = arena_alloc(ga(), sizeof(ExpectItem) * (size_t)(x->nitems + 1));
+  int i = 0;
+  for (const cJSON *it = sch->child; it; it = it->next, i++) {
+    pset(R, NULL);
+    ppush(R, "schedule[%d]", i);
+    if (!cJSON_IsObject(it)) rfail(R, "expected an object, got %s", jkind(it));
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(it, "op"), *ast = cJSON_GetObjectItemCaseSensitive(it, "ast");
+    size_t o = ppush(R, ".op");
+    if (!op) rfail(R, "missing");
+    const char *ops = jstr(R, op, "an op name");
+    if (op_from_name(ops) == OP_INVALID) rfail(R, "unknown op \"%s\"", ops);
+    x->items[i].op = op_names[op_from_name(ops)];
+    ppop(R, o);
+    ppush(R, ".ast");
+    if (!ast) rfail(R, "missing");
+    x->items[i].ast = jref(R, ast);
+  }
+  const cJSON *outs = cJSON_GetObjectItemCaseSensitive(root, "outputs");
+  if (outs) {
+    pset(R, "outputs");
+    if (!cJSON_IsArray(outs)) rfail(R, "expected an array, got %s", jkind(outs));
+    x->noutputs = cJSON_GetArraySize(outs);
+    x->outputs = arena_alloc(ga(), sizeof(ExpectOut) * (size_t)(x->noutputs + 1));
+    i = 0;
+    for (const cJSON *e = outs->child; e; e = e->next, i++) {
+      ExpectOut *eo = &x->outputs[i];
+      pset(R, NULL);
+      ppush(R, "outputs[%d]", i);
+      if (!cJSON_IsObject(e)) rfail(R, "expected an object, got %s", jkind(e));
+      const cJSON *idx = cJSON_GetObjectItemCaseSensitive(e, "index"), *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+      const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape"), *enc = cJSON_GetObjectItemCaseSensitive(e, "encoding");
+      const cJSON *by = cJSON_GetObjectItemCaseSensitive(e, "bytes");
+      size_t o = ppush(R, ".index");
+      if (!idx) rfail(R, "missing");
+      eo->index = (int)jint(R, idx, "an integer");
+      ppop(R, o);
+      ppush(R, ".dtype");
+      if (!dt) rfail(R, "missing");
+      const char *dts = jstr(R, dt, "a dtype string");
+      if (!(eo->dtype = dt_parse(dts))) rfail(R, "unknown dtype \"%s\"", dts);
+      ppop(R, o);
+      ppush(R, ".shape");
+      if (!sh || !cJSON_IsArray(sh)) rfail(R, "expected an array of integers, got %s", jkind(sh));
+      eo->ndim = cJSON_GetArraySize(sh);
+      if (eo->ndim > 8) rfail(R, "more than 8 dims");
+      int d = 0;
+      size_t count = 1;
+      for (const cJSON *s = sh->child; s; s = s->next, d++) {
+        eo->shape[d] = jint(R, s, "an integer");
+        if (eo->shape[d] < 0) rfail(R, "negative dim");
+        count *= (size_t)eo->shape[d];
+      }
+      ppop(R, o);
+      ppush(R, ".encoding");
+      if (!enc || strcmp(jstr(R, enc, "a string"), "base64")) rfail(R, "expected \"base64\"");
+      ppop(R, o);
+      ppush(R, ".bytes");
+      if (!by) rfail(R, "missing");
+      eo->bytes = b64_decode(ga(), jstr(R, by, "a base64 string"), &eo->nbytes);
+      if (!eo->bytes) rfail(R, "invalid base64");
+      if (eo->nbytes != count * (size_t)eo->dtype->itemsize) rfail(R, "%zu bytes, the shape needs %zu", eo->nbytes, count * (size_t)eo->dtype->itemsize);
+    }
+  }
+}
+Expect *expect_read_file(const char *path) {
+  size_t n;
+  char *text = read_file(ga(), path, &n);
+  if (!text) tg_fail(TG_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+  Expect *x = arena_alloc(ga(), sizeof *x);
+  RCtx R = {.file = arena_strdup(ga(), path), .row = -1, .text = text, .tlen = n};
+  with_doc(&R, text, n, expect_doc, x);
+  return x;
+}

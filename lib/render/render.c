@@ -1,0 +1,499 @@
+/* render.c: a Program as C source (tinygrad's CStyleLanguage._render, ClangRenderer).
+ *
+ * One pass over the instructions: every value gets a name by its op (val, alu, cast, acc,
+ * ridx), CONSTs, DEFINE_VARs and RANGEs print inline, and an ALU/CAST/BITCAST used once, by an
+ * instruction at the same depth, prints inline in its user (tinygrad inlines single-use ALU ops).
+ * Semantics follow tinygrad's CPU (clang) backend: C division and modulo, MAX as (a<b?b:a),
+ * casts as C casts, integer results narrower than int cast back to their type, half and
+ * bfloat16 rounded after every op. */
+#include "render.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- a growable string */
+typedef struct SB { Arena *a; char *s; size_t n, cap; } SB;
+static void sb_init(SB *b, Arena *a) { b->a = a; b->cap = 256; b->n = 0; b->s = arena_alloc(a, b->cap); }
+static void sb_put(SB *b, const char *t, size_t k) {
+  if (b->n + k + 1 > b->cap) {
+    size_t nc = b->cap * 2;
+    while (b->n + k + 1 > nc) nc *= 2;
+    char *ns = arena_alloc(b->a, nc);
+    memcpy(ns, b->s, b->n);
+    b->s = ns; b->cap = nc;
+  }
+  memcpy(b->s + b->n, t, k);
+  b->n += k;
+  b->s[b->n] = 0;
+}
+static void sb_str(SB *b, const char *t) { sb_put(b, t, strlen(t)); }
+__attribute__((format(printf, 2, 3))) static void sb_printf(SB *b, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (k < (int)sizeof tmp) { sb_put(b, tmp, (size_t)k); return; }
+  char *big = arena_alloc(b->a, (size_t)k + 1);
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)k + 1, fmt, ap);
+  va_end(ap);
+  sb_put(b, big, (size_t)k);
+}
+static void sb_indent(SB *b, int d) { for (int i = 0; i < d; i++) sb_str(b, "  "); }
+
+/* ---------------------------------------------------------------- half / bfloat16 */
+static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+uint16_t render_f2h(float f) {
+  uint32_t x = f2u(f), sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xffu, m = x & 0x7fffffu;
+  if (e == 0xff) return (uint16_t)(sign | 0x7c00u | (m ? 0x200u : 0));
+  int ee = (int)e - 112;
+  if (ee >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+  if (ee <= 0) {
+    if (ee < -10) return (uint16_t)sign;
+    m |= 0x800000u;
+    int sh = 14 - ee;
+    uint32_t hm = m >> sh, rem = m & ((1u << sh) - 1), hf = 1u << (sh - 1);
+    if (rem > hf || (rem == hf && (hm & 1))) hm++;
+    return (uint16_t)(sign | hm);
+  }
+  uint32_t hm = m >> 13, rem = m & 0x1fffu, h = sign | ((uint32_t)ee << 10) | hm;
+  if (rem > 0x1000u || (rem == 0x1000u && (hm & 1))) h++;
+  return (uint16_t)h;
+}
+float render_h2f(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
+  if (e == 0x1f) x = sign | 0x7f800000u | (m << 13);
+  else if (e == 0) {
+    if (!m) x = sign;
+    else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } x = sign | (e << 23) | ((m & 0x3ffu) << 13); }
+  } else x = sign | ((e + 112) << 23) | (m << 13);
+  return u2f(x);
+}
+uint16_t render_f2bf(float f) {
+  uint32_t x = f2u(f);
+  if ((x & 0x7f800000u) != 0x7f800000u) x += 0x7fffu + ((x >> 16) & 1u);
+  else if (x & 0xffffu) x |= 0x10000u;
+  return (uint16_t)(x >> 16);
+}
+float render_bf2f(uint16_t h) { return u2f((uint32_t)h << 16); }
+
+/* the same conversions, printed into kernels */
+static const char prelude_half[] =
+  "typedef unsigned short tg_half;\n"
+  "static inline float tg_h2f(tg_half h) {\n"
+  "  unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;\n"
+  "  if (e == 0x1f) x = sign | 0x7f800000u | (m << 13);\n"
+  "  else if (e == 0) {\n"
+  "    if (!m) x = sign;\n"
+  "    else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } x = sign | (e << 23) | ((m & 0x3ffu) << 13); }\n"
+  "  } else x = sign | ((e + 112) << 23) | (m << 13);\n"
+  "  union { unsigned int u; float f; } v = {x};\n"
+  "  return v.f;\n"
+  "}\n"
+  "static inline tg_half tg_f2h(float f) {\n"
+  "  union { float f; unsigned int u; } v = {f};\n"
+  "  unsigned int x = v.u, sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xffu, m = x & 0x7fffffu;\n"
+  "  if (e == 0xff) return (tg_half)(sign | 0x7c00u | (m ? 0x200u : 0));\n"
+  "  int ee = (int)e - 112;\n"
+  "  if (ee >= 0x1f) return (tg_half)(sign | 0x7c00u);\n"
+  "  if (ee <= 0) {\n"
+  "    if (ee < -10) return (tg_half)sign;\n"
+  "    m |= 0x800000u;\n"
+  "    int sh = 14 - ee;\n"
+  "    unsigned int hm = m >> sh, rem = m & ((1u << sh) - 1), hf = 1u << (sh - 1);\n"
+  "    if (rem > hf || (rem == hf && (hm & 1))) hm++;\n"
+  "    return (tg_half)(sign | hm);\n"
+  "  }\n"
+  "  unsigned int hm = m >> 13, rem = m & 0x1fffu, h = sign | ((unsigned int)ee << 10) | hm;\n"
+  "  if (rem > 0x1000u || (rem == 0x1000u && (hm & 1))) h++;\n"
+  "  return (tg_half)h;\n"
+  "}\n"
+  "static inline float tg_hr(float f) { return tg_h2f(tg_f2h(f)); }\n";
+static const char prelude_bf16[] =
+  "typedef unsigned short tg_bf16;\n"
+  "static inline float tg_bf2f(tg_bf16 h) { union { unsigned int u; float f; } v = {(unsigned int)h << 16}; return v.f; }\n"
+  "static inline tg_bf16 tg_f2bf(float f) {\n"
+  "  union { float f; unsigned int u; } v = {f};\n"
+  "  unsigned int x = v.u;\n"
+  "  if ((x & 0x7f800000u) != 0x7f800000u) x += 0x7fffu + ((x >> 16) & 1u);\n"
+  "  else if (x & 0xffffu) x |= 0x10000u;\n"
+  "  return (tg_bf16)(x >> 16);\n"
+  "}\n"
+  "static inline float tg_br(float f) { return tg_bf2f(tg_f2bf(f)); }\n";
+/* tinygrad's xpow (uop/decompositions.py) */
+static const char prelude_pow[] =
+  "static inline float tg_powf(float b, float e) {\n"
+  "  float ret = exp2f(log2f(b < 0 ? -b : b) * e);\n"
+  "  float adj = e != (float)(int)e ? NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0f : 1.0f;\n"
+  "  return (b == 0 && e == 0) ? 1.0f : ret * (b < 0 ? adj : 1.0f);\n"
+  "}\n"
+  "static inline double tg_pow(double b, double e) {\n"
+  "  double ret = exp2(log2(b < 0 ? -b : b) * e);\n"
+  "  double adj = e != (double)(int)e ? (double)NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0 : 1.0;\n"
+  "  return (b == 0 && e == 0) ? 1.0 : ret * (b < 0 ? adj : 1.0);\n"
+  "}\n";
+/* tinygrad's threefry2x32 (uop/decompositions.py) */
+static const char prelude_threefry[] =
+  "static inline unsigned long long tg_threefry(unsigned long long x, unsigned long long key) {\n"
+  "  static const unsigned int rot[2][4] = {{13, 15, 26, 6}, {17, 29, 16, 24}};\n"
+  "  unsigned int k0 = (unsigned int)(key & 0xffffffffu), k1 = (unsigned int)(key >> 32);\n"
+  "  unsigned int ks[3] = {k1, k0 ^ k1 ^ 0x1BD11BDAu, k0};\n"
+  "  unsigned int x0 = (unsigned int)(x & 0xffffffffu) + ks[2], x1 = (unsigned int)(x >> 32) + ks[0];\n"
+  "  for (int i = 0; i < 5; i++) {\n"
+  "    for (int j = 0; j < 4; j++) {\n"
+  "      unsigned int r = rot[i % 2][j], s = x0 + x1;\n"
+  "      x1 = s ^ ((x1 << r) + (x1 >> (32 - r)));\n"
+  "      x0 = s;\n"
+  "    }\n"
+  "    x0 = x0 + ks[i % 3];\n"
+  "    x1 = x1 + ks[(i + 1) % 3] + (unsigned int)i + 1u;\n"
+  "  }\n"
+  "  return ((unsigned long long)x1 << 32) | x0;\n"
+  "}\n";
+
+/* ---------------------------------------------------------------- the C backend's types */
+static bool is16(const DType *d) { return d->scalar == SC_HALF || d->scalar == SC_BFLOAT16; }
+static const char *c_type(const DType *d) {
+  switch (d->scalar) {
+  case SC_BOOL: return "_Bool";
+  case SC_CHAR: return "signed char";
+  case SC_UCHAR: return "unsigned char";
+  case SC_SHORT: return "short";
+  case SC_USHORT: return "unsigned short";
+  case SC_INT: return "int";
+  case SC_UINT: return "unsigned int";
+  case SC_LONG: return "long long";
+  case SC_ULONG: return "unsigned long long";
+  case SC_HALF: case SC_BFLOAT16: case SC_FLOAT: return "float";
+  case SC_DOUBLE: return "double";
+  case SC_VOID: return "void";
+  default: tg_fail(TG_EINPUT, "the C renderer has no type for %s", dt_short_name((Scalar)d->scalar));
+  }
+}
+static const char *c_storage(const DType *d) {
+  if (d->scalar == SC_HALF) return "tg_half";
+  if (d->scalar == SC_BFLOAT16) return "tg_bf16";
+  return c_type(d);
+}
+const RenderBackend render_c = {
+  .name = "c", .ext = ".c", .kernel_prefix = "void", .buffer_prefix = "", .buffer_suffix = " restrict",
+  .readonly_prefix = "const ", .arg_int_prefix = "const int", .infinity = "INFINITY", .nan = "NAN",
+  .emulated_16bit = true, .type_name = c_type, .storage_name = c_storage,
+};
+
+/* ---------------------------------------------------------------- constants */
+static const char *float_lit(Arena *a, double f, bool dbl, const RenderBackend *be) {
+  if (isnan(f)) return dbl ? arena_printf(a, "((double)%s)", be->nan) : be->nan;
+  if (isinf(f)) return dbl ? arena_printf(a, "((double)%s%s)", f < 0 ? "-" : "", be->infinity)
+                           : (f < 0 ? arena_printf(a, "(-%s)", be->infinity) : be->infinity);
+  char buf[64];
+  snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", f);
+  if (!strpbrk(buf, ".eE")) strcat(buf, ".0");
+  return arena_printf(a, "%s%s", buf, dbl ? "" : "f");
+}
+static double value_num(const Value *v) { return v->kind == V_BOOL ? v->b : v->kind == V_INT ? (double)v->i : v->f; }
+static int64_t value_int(const Value *v) { return v->kind == V_BOOL ? v->b : v->kind == V_INT ? v->i : (int64_t)v->f; }
+
+const char *render_const(Arena *a, UOp *u, const RenderBackend *be) {
+  const DType *d = u->dtype;
+  const Value *v = u->arg;
+  switch (d->scalar) {
+  case SC_BOOL: return value_num(v) != 0 ? "1" : "0";
+  case SC_FLOAT: return float_lit(a, (float)value_num(v), false, be);
+  case SC_DOUBLE: return float_lit(a, value_num(v), true, be);
+  case SC_HALF: return float_lit(a, render_h2f(render_f2h((float)value_num(v))), false, be);
+  case SC_BFLOAT16: return float_lit(a, render_bf2f(render_f2bf((float)value_num(v))), false, be);
+  case SC_INT: {
+    int32_t x = (int32_t)value_int(v);
+    return x == INT32_MIN ? "(-2147483647-1)" : arena_printf(a, "%d", x);
+  }
+  case SC_LONG: {
+    int64_t x = value_int(v);
+    return x == INT64_MIN ? "(-9223372036854775807ll-1)" : arena_printf(a, "%lldll", (long long)x);
+  }
+  case SC_UINT: return arena_printf(a, "%uu", (uint32_t)value_int(v));
+  case SC_ULONG: return arena_printf(a, "%lluull", (unsigned long long)(uint64_t)value_int(v));
+  case SC_CHAR: return arena_printf(a, "((signed char)%d)", (int8_t)value_int(v));
+  case SC_SHORT: return arena_printf(a, "((short)%d)", (int16_t)value_int(v));
+  case SC_UCHAR: return arena_printf(a, "((unsigned char)%uu)", (uint8_t)value_int(v));
+  case SC_USHORT: return arena_printf(a, "((unsigned short)%uu)", (uint16_t)value_int(v));
+  default: tg_fail(TG_EINPUT, "can't render a %s constant", dt_short_name((Scalar)d->scalar));
+  }
+}
+
+/* ---------------------------------------------------------------- rendering a program */
+typedef struct R {
+  Arena *a;
+  const RenderBackend *be;
+  const Program *p;
+  Map names;        /* UOp -> const char* (a variable name or an inline expression) */
+  Map uses;         /* UOp -> use count (intptr_t) */
+  Map usedepth;     /* UOp -> depth of the last user + 1 */
+  int cnt[8];       /* per name prefix */
+} R;
+enum { PF_VAL, PF_ALU, PF_CAST, PF_ACC };
+static const char *const prefixes[] = {"val", "alu", "cast", "acc"};
+
+static const char *nm(R *r, UOp *u) {
+  const char *s = map_get(&r->names, u, uop_h(u), NULL);
+  if (s) return s;
+  switch (u->op) {
+  case OP_CONST: s = render_const(r->a, u, r->be); break;
+  case OP_DEFINE_VAR: s = u->arg->items[0]->s; break;
+  case OP_RANGE: s = arena_printf(r->a, "ridx%lld", (long long)u->arg->i); break;
+  case OP_DEFINE_GLOBAL: s = arena_printf(r->a, "data%lld", (long long)u->arg->i); break;
+  default: tg_fail(TG_EINTERNAL, "render: %s used before it is defined", op_names[u->op]);
+  }
+  map_put(&r->names, u, uop_h(u), (void *)s);
+  return s;
+}
+
+static bool narrow_int(const DType *d) {
+  return d->scalar == SC_BOOL || d->scalar == SC_CHAR || d->scalar == SC_UCHAR || d->scalar == SC_SHORT || d->scalar == SC_USHORT;
+}
+/* a value of dt computed as expression e: round half/bfloat16, truncate narrow ints */
+static const char *fix_type(R *r, const DType *dt, const char *e) {
+  if (r->be->emulated_16bit && dt->scalar == SC_HALF) return arena_printf(r->a, "tg_hr(%s)", e);
+  if (r->be->emulated_16bit && dt->scalar == SC_BFLOAT16) return arena_printf(r->a, "tg_br(%s)", e);
+  if (narrow_int(dt)) return arena_printf(r->a, "((%s)%s)", r->be->type_name(dt), e);
+  return e;
+}
+static const char *math_fn(const DType *dt, const char *f) {
+  static char buf[4][32];
+  static int k;
+  k = (k + 1) & 3;
+  snprintf(buf[k], sizeof buf[k], "%s%s", f, dt->scalar == SC_DOUBLE ? "" : "f");
+  return buf[k];
+}
+/* the C expression for a load from INDEX(buf, idx[, valid]) */
+static const char *render_load(R *r, UOp *u) {
+  UOp *ix = u->src[0], *buf = ix->src[0];
+  const char *e = arena_printf(r->a, "%s[%s]", nm(r, buf), nm(r, ix->src[1]));
+  if (r->be->emulated_16bit && u->dtype->scalar == SC_HALF) e = arena_printf(r->a, "tg_h2f(%s)", e);
+  if (r->be->emulated_16bit && u->dtype->scalar == SC_BFLOAT16) e = arena_printf(r->a, "tg_bf2f(%s)", e);
+  if (ix->nsrc > 2) e = arena_printf(r->a, "(%s?%s:%s)", nm(r, ix->src[2]), e, is16(u->dtype) || dt_is_float(u->dtype) ? "0.0f" : "0");
+  return e;
+}
+static const char *render_cast(R *r, const DType *to, const DType *from, const char *x) {
+  if (to->scalar == SC_HALF && r->be->emulated_16bit) return arena_printf(r->a, "tg_hr((float)(%s))", x);
+  if (to->scalar == SC_BFLOAT16 && r->be->emulated_16bit) return arena_printf(r->a, "tg_br((float)(%s))", x);
+  (void)from;
+  return arena_printf(r->a, "((%s)(%s))", r->be->type_name(to), x);
+}
+static const char *render_bitcast(R *r, const DType *to, const DType *from, const char *x) {
+  if (r->be->emulated_16bit && is16(from)) {
+    x = arena_printf(r->a, "%s(%s)", from->scalar == SC_HALF ? "tg_f2h" : "tg_f2bf", x);
+    if (to->itemsize == 2 && !is16(to)) return arena_printf(r->a, "((%s)%s)", r->be->type_name(to), x);
+    from = dt_ushort;
+  }
+  if (r->be->emulated_16bit && is16(to)) {
+    const char *bits = from->itemsize == 2 ? x : arena_printf(r->a, "tg_bc_%s_ushort(%s)", dt_short_name((Scalar)from->scalar), x);
+    return arena_printf(r->a, "%s((unsigned short)%s)", to->scalar == SC_HALF ? "tg_h2f" : "tg_bf2f", bits);
+  }
+  return arena_printf(r->a, "tg_bc_%s_%s(%s)", dt_short_name((Scalar)from->scalar), dt_short_name((Scalar)to->scalar), x);
+}
+
+static const char *render_alu(R *r, UOp *u) {
+  const char *s[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = nm(r, u->src[i]);
+  const DType *dt = u->dtype, *sd = u->nsrc ? u->src[0]->dtype : dt;
+  const char *e;
+  switch (u->op) {
+  case OP_ADD: e = arena_printf(r->a, "(%s+%s)", s[0], s[1]); break;
+  case OP_SUB: e = arena_printf(r->a, "(%s-%s)", s[0], s[1]); break;
+  case OP_MUL: e = arena_printf(r->a, "(%s*%s)", s[0], s[1]); break;
+  case OP_IDIV: case OP_FDIV: e = arena_printf(r->a, "(%s/%s)", s[0], s[1]); break;
+  case OP_MOD: e = arena_printf(r->a, "(%s%%%s)", s[0], s[1]); break;
+  case OP_AND: e = arena_printf(r->a, "(%s&%s)", s[0], s[1]); break;
+  case OP_OR: e = arena_printf(r->a, "(%s|%s)", s[0], s[1]); break;
+  case OP_XOR: e = arena_printf(r->a, "(%s^%s)", s[0], s[1]); break;
+  case OP_SHL: e = arena_printf(r->a, "(%s<<%s)", s[0], s[1]); break;
+  case OP_SHR: e = arena_printf(r->a, "(%s>>%s)", s[0], s[1]); break;
+  case OP_CMPLT: return arena_printf(r->a, "(%s<%s)", s[0], s[1]);
+  case OP_CMPNE: return arena_printf(r->a, "(%s!=%s)", s[0], s[1]);
+  case OP_CMPEQ: return arena_printf(r->a, "(%s==%s)", s[0], s[1]);
+  case OP_MAX: e = arena_printf(r->a, "((%s<%s)?%s:%s)", s[0], s[1], s[1], s[0]); break; /* (a<b).where(b, a) */
+  case OP_WHERE: return arena_printf(r->a, "(%s?%s:%s)", s[0], s[1], s[2]);
+  case OP_MULACC: e = arena_printf(r->a, "((%s*%s)+%s)", s[0], s[1], s[2]); break;
+  case OP_NEG: e = dt_is_bool(dt) ? arena_printf(r->a, "(!%s)", s[0]) : arena_printf(r->a, "(-%s)", s[0]); break;
+  case OP_RECIP: e = arena_printf(r->a, "(%s/%s)", sd->scalar == SC_DOUBLE ? "1.0" : "1.0f", s[0]); break;
+  case OP_SQRT: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "sqrt"), s[0]); break;
+  case OP_EXP2: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "exp2"), s[0]); break;
+  case OP_LOG2: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "log2"), s[0]); break;
+  case OP_SIN: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "sin"), s[0]); break;
+  case OP_TRUNC: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "trunc"), s[0]); break;
+  case OP_POW: e = arena_printf(r->a, "%s(%s, %s)", sd->scalar == SC_DOUBLE ? "tg_pow" : "tg_powf", s[0], s[1]); break;
+  case OP_THREEFRY: return arena_printf(r->a, "tg_threefry(%s, %s)", s[0], s[1]);
+  default: tg_fail(TG_EINPUT, "the C renderer can't render %s", op_names[u->op]);
+  }
+  return fix_type(r, dt, e);
+}
+
+static const char *render_expr(R *r, UOp *u) {
+  switch (u->op) {
+  case OP_LOAD: return render_load(r, u);
+  case OP_CAST: return render_cast(r, u->dtype, u->src[0]->dtype, nm(r, u->src[0]));
+  case OP_BITCAST: return render_bitcast(r, u->dtype, u->src[0]->dtype, nm(r, u->src[0]));
+  default: return render_alu(r, u);
+  }
+}
+
+static intptr_t use_count(R *r, UOp *u) { return (intptr_t)map_get(&r->uses, u, uop_h(u), NULL); }
+static void count_use(R *r, UOp *u, int depth) {
+  if (u->op == OP_INDEX) { for (int k = 1; k < u->nsrc; k++) count_use(r, u->src[k], depth); return; }
+  map_put(&r->uses, u, uop_h(u), (void *)(use_count(r, u) + 1));
+  map_put(&r->usedepth, u, uop_h(u), (void *)(intptr_t)(depth + 1));
+}
+
+static const char *acc_update(R *r, UOp *red, const char *acc, const char *v) {
+  Op op = red->arg->op;
+  const DType *dt = red->dtype;
+  const char *e;
+  if (op == OP_ADD) e = arena_printf(r->a, "(%s+%s)", acc, v);
+  else if (op == OP_MUL) e = arena_printf(r->a, "(%s*%s)", acc, v);
+  else if (op == OP_MAX) e = arena_printf(r->a, "((%s<%s)?%s:%s)", acc, v, v, acc);
+  else tg_fail(TG_EINPUT, "the C renderer can't reduce with %s", op_names[op]);
+  return fix_type(r, dt, e);
+}
+
+char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
+  R r = {.a = a, .be = be, .p = p};
+  map_init(&r.names, a); map_init(&r.uses, a); map_init(&r.usedepth, a);
+  for (int i = 0; i < p->ninst; i++) {
+    const LInst *in = &p->inst[i];
+    UOp *u = in->u;
+    /* MAX prints its operands twice: count them twice so they get a variable */
+    int times = (in->kind == LK_VALUE && u->op == OP_MAX) || (in->kind == LK_ACCUM && u->arg->op == OP_MAX) ? 2 : 1;
+    for (int t = 0; t < times; t++) {
+      if (in->kind == LK_VALUE || in->kind == LK_STORE) for (int k = 0; k < u->nsrc; k++) count_use(&r, u->src[k], in->depth);
+      if (in->kind == LK_ACCUM) count_use(&r, in->aux, in->depth);
+    }
+    if (in->kind == LK_LOOP) count_use(&r, u->src[0], in->depth);
+  }
+  SB b;
+  sb_init(&b, a);
+  sb_printf(&b, "%s %s(", be->kernel_prefix, p->fname);
+  for (int i = 0; i < p->nglobals; i++) {
+    const DType *d = p->globals[i].u->dtype;
+    sb_printf(&b, "%s%s%s%s*%s data%lld", i ? ", " : "", p->globals[i].written ? "" : be->readonly_prefix, be->buffer_prefix,
+              be->storage_name(dt_base(d)), be->buffer_suffix, (long long)p->globals[i].u->arg->i);
+  }
+  for (int i = 0; i < p->nvars; i++) sb_printf(&b, "%s%s %s", i || p->nglobals ? ", " : "", be->arg_int_prefix, p->vars[i]->arg->items[0]->s);
+  if (!p->nglobals && !p->nvars) sb_str(&b, "void");
+  sb_str(&b, ") {\n");
+  for (int i = 0; i < p->ninst; i++) {
+    const LInst *in = &p->inst[i];
+    UOp *u = in->u;
+    int d = in->depth + 1;
+    switch (in->kind) {
+    case LK_LOOP: {
+      const char *rn = nm(&r, u);
+      sb_indent(&b, d);
+      sb_printf(&b, "for (int %s = 0; %s < %s; %s++) {\n", rn, rn, nm(&r, u->src[0]), rn);
+      break;
+    }
+    case LK_ENDLOOP: sb_indent(&b, d); sb_str(&b, "}\n"); break;
+    case LK_ACC: {
+      const char *an = arena_printf(a, "acc%d", r.cnt[PF_ACC]++);
+      map_put(&r.names, u, uop_h(u), (void *)an);
+      sb_indent(&b, d);
+      sb_printf(&b, "%s %s = %s;\n", be->type_name(u->dtype), an, render_const(a, lower_identity(u->arg->op, u->dtype), be));
+      break;
+    }
+    case LK_ACCUM: {
+      const char *an = nm(&r, u);
+      sb_indent(&b, d);
+      sb_printf(&b, "%s = %s;\n", an, acc_update(&r, u, an, nm(&r, in->aux)));
+      break;
+    }
+    case LK_STORE: {
+      UOp *ix = u->src[0], *buf = ix->src[0];
+      const char *v = nm(&r, u->src[1]);
+      const DType *bd = dt_base(buf->dtype);
+      if (be->emulated_16bit && bd->scalar == SC_HALF) v = arena_printf(a, "tg_f2h(%s)", v);
+      if (be->emulated_16bit && bd->scalar == SC_BFLOAT16) v = arena_printf(a, "tg_f2bf(%s)", v);
+      sb_indent(&b, d);
+      if (ix->nsrc > 2) sb_printf(&b, "if (%s) ", nm(&r, ix->src[2]));
+      sb_printf(&b, "%s[%s] = %s;\n", nm(&r, buf), nm(&r, ix->src[1]), v);
+      break;
+    }
+    case LK_VALUE: {
+      const char *e = render_expr(&r, u);
+      bool can_inline = (op_in((Op)u->op, G_ALU) && u->op != OP_WHERE) || u->op == OP_CAST || u->op == OP_BITCAST;
+      intptr_t ud = (intptr_t)map_get(&r.usedepth, u, uop_h(u), NULL);
+      if (can_inline && use_count(&r, u) == 1 && ud == in->depth + 1) { map_put(&r.names, u, uop_h(u), (void *)e); break; }
+      int pf = u->op == OP_LOAD ? PF_VAL : (u->op == OP_CAST || u->op == OP_BITCAST) ? PF_CAST : PF_ALU;
+      const char *vn = arena_printf(a, "%s%d", prefixes[pf], r.cnt[pf]++);
+      map_put(&r.names, u, uop_h(u), (void *)vn);
+      sb_indent(&b, d);
+      sb_printf(&b, "%s %s = %s;\n", be->type_name(u->dtype), vn, e);
+      break;
+    }
+    }
+  }
+  sb_str(&b, "}\n");
+  return b.s;
+}
+
+/* ---------------------------------------------------------------- prelude */
+typedef struct Needs { bool half, bf16, pow, threefry, math; int nbc; Scalar bc[64][2]; } Needs;
+static void need_bitcast(Needs *n, Scalar from, Scalar to) {
+  for (int i = 0; i < n->nbc; i++) if (n->bc[i][0] == from && n->bc[i][1] == to) return;
+  if (n->nbc < 64) { n->bc[n->nbc][0] = from; n->bc[n->nbc][1] = to; n->nbc++; }
+}
+static void scan_needs(const Program *p, Needs *n) {
+  for (int i = 0; i < p->nglobals; i++) {
+    const DType *d = dt_base(p->globals[i].u->dtype);
+    n->half |= d->scalar == SC_HALF; n->bf16 |= d->scalar == SC_BFLOAT16;
+  }
+  for (int i = 0; i < p->ninst; i++) {
+    UOp *u = p->inst[i].u;
+    if (p->inst[i].kind != LK_VALUE && p->inst[i].kind != LK_ACC) continue;
+    n->half |= u->dtype->scalar == SC_HALF; n->bf16 |= u->dtype->scalar == SC_BFLOAT16;
+    for (int k = 0; k < u->nsrc; k++) { n->half |= u->src[k]->dtype->scalar == SC_HALF; n->bf16 |= u->src[k]->dtype->scalar == SC_BFLOAT16; }
+    n->pow |= u->op == OP_POW;
+    n->threefry |= u->op == OP_THREEFRY;
+    if (u->op == OP_BITCAST) {
+      /* 16-bit floats bitcast through their storage word, the rest through a union */
+      if (!is16(u->src[0]->dtype) && !is16(u->dtype)) need_bitcast(n, (Scalar)u->src[0]->dtype->scalar, (Scalar)u->dtype->scalar);
+    }
+  }
+}
+
+char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBackend *be) {
+  Needs nd;
+  memset(&nd, 0, sizeof nd);
+  for (int i = 0; i < n; i++) scan_needs(ps[i], &nd);
+  SB b;
+  sb_init(&b, a);
+  sb_str(&b, "#include <math.h>\n");
+  if (be->emulated_16bit && nd.half) sb_str(&b, prelude_half);
+  if (be->emulated_16bit && nd.bf16) sb_str(&b, prelude_bf16);
+  if (nd.pow) sb_str(&b, prelude_pow);
+  if (nd.threefry) sb_str(&b, prelude_threefry);
+  for (int i = 0; i < nd.nbc; i++) {
+    const DType *f = dt_scalar(nd.bc[i][0]), *t = dt_scalar(nd.bc[i][1]);
+    sb_printf(&b, "static inline %s tg_bc_%s_%s(%s x) { union { %s a; %s b; } u; u.a = x; return u.b; }\n", be->type_name(t),
+              dt_short_name(nd.bc[i][0]), dt_short_name(nd.bc[i][1]), be->type_name(f), be->type_name(f), be->type_name(t));
+  }
+  return b.s;
+}
+
+char *render_kernel(Arena *a, const Program *p, const RenderBackend *be) {
+  return arena_printf(a, "%s\n%s", render_prelude(a, 1, &p, be), render_function(a, p, be));
+}
+
+char *render_c_entry(Arena *a, const Program *p) {
+  SB b;
+  sb_init(&b, a);
+  sb_str(&b, "void tgc_entry(void **bufs, const long long *vars);\n");
+  sb_str(&b, "void tgc_entry(void **bufs, const long long *vars) {\n");
+  sb_printf(&b, "  (void)bufs; (void)vars;\n  %s(", p->fname);
+  for (int i = 0; i < p->nglobals; i++) sb_printf(&b, "%sbufs[%d]", i ? ", " : "", i);
+  for (int i = 0; i < p->nvars; i++) sb_printf(&b, "%s(int)vars[%d]", i || p->nglobals ? ", " : "", i);
+  sb_str(&b, ");\n}\n");
+  return b.s;
+}

@@ -1,0 +1,47 @@
+/* render: printing a lowered Program (lib/codegen) as source code, one indented function per
+ * kernel, in the style of tinygrad 0.11.0's CStyleLanguage (renderer/cstyle.py).
+ *
+ * A backend is a table of strings and a few functions (RenderBackend): the kernel/buffer/int
+ * argument prefixes, the type names, how half and bfloat16 are held, and the source prelude.
+ * The C backend holds half/bfloat16 values as float rounded after every op (plain-C conversion
+ * helpers in the prelude), stores them as 16-bit words, and adds an entry point the CPU runtime
+ * calls with a buffer array and a var array. OpenCL and CUDA backends fill the same table. */
+#ifndef TGC_RENDER_H
+#define TGC_RENDER_H
+#include "../codegen/codegen.h"
+
+typedef struct RenderBackend {
+  const char *name;            /* "c" */
+  const char *ext;             /* source file extension: ".c" */
+  const char *kernel_prefix;   /* "void", "__kernel void", "extern \"C\" __global__ void" */
+  const char *buffer_prefix;   /* "", "__global " */
+  const char *buffer_suffix;   /* " restrict" */
+  const char *readonly_prefix; /* "const " on buffers the kernel only reads */
+  const char *arg_int_prefix;  /* "const int" */
+  const char *infinity, *nan;  /* float literals */
+  bool emulated_16bit;         /* half/bfloat16 held as float, stored as unsigned short */
+  const char *(*type_name)(const DType *dt);   /* C type of a scalar value of dt */
+  const char *(*storage_name)(const DType *dt);/* C type of a buffer element of dt */
+} RenderBackend;
+extern const RenderBackend render_c;
+
+/* the helpers (includes, half/bfloat16 conversion, pow, threefry, bitcasts) that these
+ * programs need, once for one translation unit */
+char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBackend *be);
+/* one kernel function */
+char *render_function(Arena *a, const Program *p, const RenderBackend *be);
+/* a whole translation unit for one kernel: prelude + function */
+char *render_kernel(Arena *a, const Program *p, const RenderBackend *be);
+/* C backend: `void tgc_entry(void **bufs, const long long *vars)` calling the kernel, for the
+ * CPU runtime (bufs in DEFINE_GLOBAL order, vars in Program.vars order) */
+char *render_c_entry(Arena *a, const Program *p);
+/* a C literal for CONST u (its dtype decides the suffix / cast) */
+const char *render_const(Arena *a, UOp *u, const RenderBackend *be);
+
+/* IEEE half / bfloat16 conversions, round to nearest even (the same code the prelude prints) */
+uint16_t render_f2h(float f);
+float render_h2f(uint16_t h);
+uint16_t render_f2bf(float f);
+float render_bf2f(uint16_t h);
+
+#endif

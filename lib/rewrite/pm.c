@@ -1,0 +1,554 @@
+/* pm.c: UPat matching, PatternMatcher and the graph rewrite engine (tinygrad 0.11.0 uop/ops.py).
+ *
+ * pm_new compiles every rule's UPat tree once into a CPat tree (op set, dtype bit set, the
+ * permutation table of a list src in itertools.permutations order, the early-reject op set) and
+ * files the rules into per-op buckets in rule order, like PatternMatcher.pdict.
+ *
+ * Matching enumerates binding sets depth first, in exactly the order tinygrad's UPat.match list
+ * comes out (src position 0 varies slowest, permutations slowest of all, UPat.any alternatives
+ * in order; upat.py's compiled matcher produces the same order). Pending src goals form a
+ * continuation chain on the C stack (Cont); each complete binding set is handed to the rule's
+ * callback and a non-NULL result stops the search, as in `for match in p.match(uop, {})`.
+ * Bindings live in the caller's fixed Match struct and are undone on backtrack, so a match
+ * attempt allocates nothing. Subpatterns with a single way to match and no names below
+ * ("simple") are tested by a plain boolean walk without continuations.
+ *
+ * unified_rewrite is ported step by step: a deque of (node, stage, new node) entries, the bpm
+ * fixed point with its loop check, the pm/bpm caches, RewriteNotReady as a push to the bottom
+ * of the deque, and the 200000-entry limit. Its maps live in uctx->scratch for one call. */
+#include "pm.h"
+#include <math.h>
+#include <setjmp.h>
+#include <string.h>
+
+/* ---- compiled patterns ---- */
+typedef struct CPat CPat;
+struct CPat {
+  OpSet ops; bool has_ops;
+  uint32_t dtmask; bool has_dt;    /* bit per Scalar: dtype (or dtype.scalar()) is that scalar dtype */
+  int dtcount;                     /* > 1: the set holds the .vec(dtcount) of those scalars instead */
+  int srcmode, nsrc;
+  const CPat **src;
+  int nperm; const uint8_t *perm; /* PS_PERM: nperm rows of nsrc src indices */
+  bool strict; int required_len;
+  bool has_num; double num;        /* arg == number (cval, or an Ops member: Ops is an IntEnum) */
+  const char *name;
+  bool (*pred)(UOp *u);
+  bool simple;                     /* one way to match at most and no names below this node */
+  OpSet early_reject;
+};
+
+static Arena pm_arena; /* process lifetime: compiled matchers */
+
+static int opset_count(OpSet s) { return __builtin_popcountll(s.w[0]) + __builtin_popcountll(s.w[1]); }
+static Op opset_first(OpSet s) {
+  for (int i = 1; i < OP_COUNT; i++) if (opset_has(s, (Op)i)) return (Op)i;
+  return OP_INVALID;
+}
+static bool opset_subset(OpSet a, OpSet b) { return !(a.w[0] & ~b.w[0]) && !(a.w[1] & ~b.w[1]); }
+
+static OpSet upat_opset(const UPat *p, bool *has) {
+  OpSet s = {{0, 0}};
+  *has = p->ops || p->groups || p->all_ops;
+  if (p->all_ops) s = opset_all();
+  if (p->groups) s = opset_union(s, opset_group(p->groups));
+  if (p->ops) for (const Op *o = p->ops; *o; o++) s = opset_add(s, *o);
+  if (p->except) for (const Op *o = p->except; *o; o++) s.w[*o >> 6] &= ~(1ull << (*o & 63));
+  return s;
+}
+
+static uint32_t dtclass_mask(int c) {
+  uint32_t ints = 0, floats = 0;
+  for (int s = SC_CHAR; s <= SC_ULONG; s++) ints |= 1u << s;
+  floats = 1u << SC_FP8E4M3 | 1u << SC_FP8E5M2 | 1u << SC_HALF | 1u << SC_BFLOAT16 | 1u << SC_FLOAT | 1u << SC_DOUBLE;
+  switch (c) {
+  case DTC_INTS: return ints;
+  case DTC_FLOATS: return floats;
+  case DTC_BOOL: return 1u << SC_BOOL;
+  case DTC_INT_OR_BOOL: return ints | 1u << SC_BOOL;
+  default: return 0;
+  }
+}
+
+/* structural equality of two UPats (helpers.all_same on a list src; UPat.var is cached in tinygrad) */
+static bool upat_same(const UPat *a, const UPat *b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  bool h1, h2;
+  OpSet s1 = upat_opset(a, &h1), s2 = upat_opset(b, &h2);
+  if (h1 != h2 || memcmp(&s1, &s2, sizeof s1) || a->srcmode != b->srcmode || a->nsrc != b->nsrc ||
+      a->dtclass != b->dtclass || a->dtcount != b->dtcount || a->has_cval != b->has_cval || (a->has_cval && a->cval != b->cval) ||
+      a->has_argop != b->has_argop || (a->has_argop && a->argop != b->argop) || a->allow_any_len != b->allow_any_len ||
+      a->pred != b->pred || a->early_reject != b->early_reject)
+    return false;
+  if ((a->name == NULL) != (b->name == NULL) || (a->name && strcmp(a->name, b->name))) return false;
+  if ((a->dts == NULL) != (b->dts == NULL)) return false;
+  if (a->dts) {
+    int i = 0;
+    for (; a->dts[i] >= 0 && b->dts[i] >= 0; i++) if (a->dts[i] != b->dts[i]) return false;
+    if (a->dts[i] != b->dts[i]) return false;
+  }
+  for (int i = 0; i < a->nsrc; i++) if (!upat_same(a->src[i], b->src[i])) return false;
+  return true;
+}
+
+/* the permutations of 0..n-1 in itertools.permutations order (lexicographic) */
+static int perm_fill(uint8_t *out, int n) {
+  uint8_t cur[8];
+  for (int i = 0; i < n; i++) cur[i] = (uint8_t)i;
+  int rows = 0;
+  for (;;) {
+    memcpy(out + rows * n, cur, (size_t)n);
+    rows++;
+    int i = n - 2;
+    while (i >= 0 && cur[i] >= cur[i + 1]) i--;
+    if (i < 0) return rows;
+    int j = n - 1;
+    while (cur[j] <= cur[i]) j--;
+    uint8_t t = cur[i]; cur[i] = cur[j]; cur[j] = t;
+    for (int a = i + 1, b = n - 1; a < b; a++, b--) { t = cur[a]; cur[a] = cur[b]; cur[b] = t; }
+  }
+}
+
+static const CPat *cpat_compile(Arena *A, const UPat *p) {
+  CPat *c = arena_alloc(A, sizeof *c);
+  c->srcmode = p->srcmode;
+  c->nsrc = p->nsrc;
+  if (p->srcmode != PS_NONE && p->nsrc < 0) tg_fail(TG_EINTERNAL, "UPat with a negative src count");
+  if (p->nsrc) {
+    c->src = arena_alloc(A, sizeof(CPat *) * (size_t)p->nsrc);
+    for (int i = 0; i < p->nsrc; i++) c->src[i] = cpat_compile(A, p->src[i]);
+  }
+  if (p->srcmode == PS_ANY) {  /* UPatAny.match looks at nothing but its alternatives */
+    c->simple = false;
+    return c;
+  }
+  c->ops = upat_opset(p, &c->has_ops);
+  if (p->dts) { c->has_dt = true; for (const int *d = p->dts; *d >= 0; d++) c->dtmask |= 1u << *d; }
+  if (p->dtclass) { c->has_dt = true; c->dtmask |= dtclass_mask(p->dtclass); }
+  c->dtcount = p->dtcount > 1 ? p->dtcount : 1;
+  if (p->has_cval) { c->has_num = true; c->num = p->cval; }
+  if (p->has_argop) { c->has_num = true; c->num = (double)p->argop; }
+  c->name = p->name;
+  c->pred = p->pred;
+  /* strict_length / required_len as UPat.__init__ (a repeat src or no src: any length) */
+  bool tuple_like = p->srcmode == PS_TUPLE || p->srcmode == PS_PERM;
+  c->strict = tuple_like && !p->allow_any_len;
+  c->required_len = tuple_like ? p->nsrc : 0;
+  if (p->srcmode == PS_PERM) {
+    bool same = true;
+    for (int i = 1; i < p->nsrc; i++) if (!upat_same(p->src[i], p->src[0])) same = false;
+    if (same || p->nsrc <= 1) {
+      c->nperm = 1;
+      uint8_t *pm = arena_alloc(A, (size_t)(p->nsrc ? p->nsrc : 1));
+      for (int i = 0; i < p->nsrc; i++) pm[i] = (uint8_t)i;
+      c->perm = pm;
+    } else {
+      if (p->nsrc > 7) tg_fail(TG_EINTERNAL, "UPat list src of %d entries is too many permutations", p->nsrc);
+      int rows = 1;
+      for (int i = 2; i <= p->nsrc; i++) rows *= i;
+      uint8_t *pm = arena_alloc(A, (size_t)(rows * p->nsrc));
+      c->nperm = perm_fill(pm, p->nsrc);
+      c->perm = pm;
+    }
+  }
+  /* early_reject: the single ops of the srcs in their given order (custom_early_reject wins) */
+  if (p->early_reject) {
+    for (const Op *o = p->early_reject; *o; o++) c->early_reject = opset_add(c->early_reject, *o);
+  } else {
+    for (int i = 0; i < c->nsrc; i++) {
+      const CPat *s = c->src[i];
+      if (s->srcmode != PS_ANY && s->has_ops && opset_count(s->ops) == 1) c->early_reject = opset_add(c->early_reject, opset_first(s->ops));
+    }
+  }
+  c->simple = c->nperm <= 1;
+  for (int i = 0; i < c->nsrc; i++) if (!c->src[i]->simple || c->src[i]->name) c->simple = false;
+  return c;
+}
+
+/* ---- node-local checks ---- */
+/* Python `num == arg` for a numeric arg (bool, int, float, and Ops, an IntEnum); false otherwise */
+static bool arg_num_eq(const Value *v, double num) {
+  switch (v->kind) {
+  case V_BOOL: return num == (v->b ? 1.0 : 0.0);
+  case V_OPS: return num == (double)v->op;
+  case V_FLOAT: return v->f == num;
+  case V_INT:
+    if (!isfinite(num) || num != floor(num) || num < -9223372036854775808.0 || num >= 9223372036854775808.0) return false;
+    return (int64_t)num == v->i;
+  default: return false;
+  }
+}
+/* d is one of the (vec(count) of the) scalar dtypes in mask */
+static bool dt_in(uint32_t mask, int count, const DType *d) { return d->kind == DTK_SCALAR && d->count == count && ((mask >> d->scalar) & 1); }
+static bool local_ok(const CPat *p, UOp *u) {
+  if (p->has_ops && !opset_has(p->ops, (Op)u->op)) return false;
+  if (p->has_dt && !dt_in(p->dtmask, p->dtcount, u->dtype) && !dt_in(p->dtmask, p->dtcount, dt_scalar_of(u->dtype))) return false;
+  if (p->has_num && !arg_num_eq(u->arg, p->num)) return false;
+  if (u->nsrc < p->required_len || (p->strict && u->nsrc != p->required_len)) return false;
+  if (p->pred && !p->pred(u)) return false;
+  return true;
+}
+/* a simple pattern (one way to match, no names below), ignoring its own name */
+static bool simple_ok(const CPat *p, UOp *u) {
+  if (!local_ok(p, u)) return false;
+  switch (p->srcmode) {
+  case PS_TUPLE: for (int i = 0; i < p->nsrc; i++) if (!simple_ok(p->src[i], u->src[i])) return false; return true;
+  case PS_PERM: for (int i = 0; i < p->nsrc; i++) if (!simple_ok(p->src[p->perm[i]], u->src[i])) return false; return true;
+  case PS_REPEAT: for (int i = 0; i < u->nsrc; i++) if (!simple_ok(p->src[0], u->src[i])) return false; return true;
+  default: return true;
+  }
+}
+
+/* ---- bindings ---- */
+static UOp *m_find(const Match *m, const char *name) {
+  for (int i = 0; i < m->n; i++) if (m->names[i] == name || strcmp(m->names[i], name) == 0) return m->vals[i];
+  return NULL;
+}
+UOp *m_opt(const Match *m, const char *name) { return m_find(m, name); }
+UOp *m_get(const Match *m, const char *name) {
+  UOp *u = m_find(m, name);
+  if (!u) tg_fail(TG_EINTERNAL, "pattern callback asked for unbound name '%s'", name);
+  return u;
+}
+/* store.setdefault(name, u) is u: binds when new (returns true), checks identity otherwise */
+static bool bind(Match *m, const char *name, UOp *u) {
+  UOp *b = m_find(m, name);
+  if (b) return b == u;
+  if (m->n >= 16) tg_fail(TG_EINTERNAL, "pattern binds more than 16 names");
+  m->names[m->n] = name; m->vals[m->n] = u; m->n++;
+  return true;
+}
+
+/* ---- the search ---- */
+typedef struct Env { RuleFn fn; void *ctx; } Env;
+typedef struct Cont {
+  const CPat *const *pats; const uint8_t *perm; const CPat *rep; /* pats[perm[i]], or rep for every src */
+  UOp *u; int i, n;
+  const struct Cont *next;
+} Cont;
+static UOp match_done_marker;
+static UOp *mgoal(const CPat *p, UOp *u, const Cont *k, Match *m, const Env *e);
+
+/* run the pending goals of k in order; at the end, hand the bindings to the callback */
+static UOp *mcont(const Cont *k, Match *m, const Env *e) {
+  int saved = m->n;
+  Cont c;
+  while (k) {
+    if (k->i == k->n) { k = k->next; continue; }
+    const CPat *p = k->rep ? k->rep : k->pats[k->perm ? k->perm[k->i] : k->i];
+    UOp *s = k->u->src[k->i];
+    c = *k; c.i++;
+    if (p->simple) {
+      if (!simple_ok(p, s) || (p->name && !bind(m, p->name, s))) { m->n = saved; return NULL; }
+      k = &c;
+      continue;
+    }
+    UOp *r = mgoal(p, s, &c, m, e);
+    if (!r) m->n = saved;
+    return r;
+  }
+  if (!e->fn) return &match_done_marker;
+  UOp *r = e->fn(m, e->ctx);
+  if (!r) m->n = saved;
+  return r;
+}
+
+/* match p on u, then continue with k; returns the first non-NULL callback result */
+static UOp *mgoal(const CPat *p, UOp *u, const Cont *k, Match *m, const Env *e) {
+  if (p->srcmode == PS_ANY) {
+    for (int i = 0; i < p->nsrc; i++) {
+      UOp *r = mgoal(p->src[i], u, k, m, e);
+      if (r) return r;
+    }
+    return NULL;
+  }
+  int saved = m->n;
+  if (p->simple) {
+    if (!simple_ok(p, u) || (p->name && !bind(m, p->name, u))) { m->n = saved; return NULL; }
+    UOp *r = mcont(k, m, e);
+    if (!r) m->n = saved;
+    return r;
+  }
+  if (!local_ok(p, u)) return NULL;
+  if (p->name && !bind(m, p->name, u)) return NULL;
+  UOp *r = NULL;
+  Cont c = {p->src, NULL, NULL, u, 0, p->nsrc, k};
+  switch (p->srcmode) {
+  case PS_TUPLE: r = mcont(&c, m, e); break;
+  case PS_PERM:
+    for (int j = 0; j < p->nperm && !r; j++) { c.perm = p->perm + j * p->nsrc; r = mcont(&c, m, e); }
+    break;
+  case PS_REPEAT: c.rep = p->src[0]; c.n = u->nsrc; r = mcont(&c, m, e); break;
+  default: r = mcont(k, m, e); break;
+  }
+  if (!r) m->n = saved;
+  return r;
+}
+
+bool upat_match(const UPat *p, UOp *u, Match *m) {
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  const CPat *c = cpat_compile(&uctx->scratch, p);
+  m->root = u; m->n = 0;
+  Env e = {NULL, NULL};
+  bool ok = mgoal(c, u, NULL, m, &e) != NULL;
+  arena_pop(&uctx->scratch, mk);
+  return ok;
+}
+
+/* ---- PatternMatcher ---- */
+typedef struct PEnt { const CPat *p; RuleFn fn; } PEnt;
+struct PM {
+  int nrules; Rule *rules;
+  int start[OP_COUNT + 1]; /* bucket of op o: ents[start[o] .. start[o+1]) */
+  PEnt *ents;
+};
+
+PM *pm_new(const Rule *rules, int n) {
+  PM *pm = arena_alloc(&pm_arena, sizeof *pm);
+  pm->nrules = n;
+  pm->rules = arena_dup(&pm_arena, rules, sizeof(Rule) * (size_t)(n ? n : 1));
+  const CPat **cp = arena_alloc(&pm_arena, sizeof(CPat *) * (size_t)(n ? n : 1));
+  int count[OP_COUNT] = {0}, total = 0;
+  for (int r = 0; r < n; r++) {
+    cp[r] = cpat_compile(&pm_arena, rules[r].pat);
+    if (cp[r]->srcmode == PS_ANY || !cp[r]->has_ops) tg_fail(TG_EINTERNAL, "rule %d: a PatternMatcher rule needs an op", r);
+    for (int o = 1; o < OP_COUNT; o++) if (opset_has(cp[r]->ops, (Op)o)) { count[o]++; total++; }
+  }
+  pm->ents = arena_alloc(&pm_arena, sizeof(PEnt) * (size_t)(total ? total : 1));
+  int fill[OP_COUNT];
+  pm->start[0] = 0;
+  for (int o = 0; o < OP_COUNT; o++) { pm->start[o + 1] = pm->start[o] + (o ? count[o] : 0); fill[o] = pm->start[o]; }
+  for (int r = 0; r < n; r++)
+    for (int o = 1; o < OP_COUNT; o++)
+      if (opset_has(cp[r]->ops, (Op)o)) pm->ents[fill[o]++] = (PEnt){cp[r], rules[r].fn};
+  return pm;
+}
+
+PM *pm_concat(int n, PM *const *pms) {
+  int total = 0;
+  for (int i = 0; i < n; i++) total += pms[i]->nrules;
+  Rule *all = arena_alloc(&pm_arena, sizeof(Rule) * (size_t)(total ? total : 1));
+  int k = 0;
+  for (int i = 0; i < n; i++) for (int r = 0; r < pms[i]->nrules; r++) all[k++] = pms[i]->rules[r];
+  return pm_new(all, total);
+}
+
+UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
+  int b = pm->start[u->op], end = pm->start[u->op + 1];
+  if (b == end) return NULL;
+  OpSet ler = {{0, 0}};
+  for (int i = 0; i < u->nsrc; i++) ler = opset_add(ler, (Op)u->src[i]->op);
+  Match m;
+  for (int i = b; i < end; i++) {
+    const PEnt *pe = &pm->ents[i];
+    if (!opset_subset(pe->p->early_reject, ler)) continue;
+    m.root = u; m.n = 0;
+    Env e = {pe->fn, ctx};
+    UOp *r = mgoal(pe->p, u, NULL, &m, &e);
+    if (r && r != u) return r;
+  }
+  return NULL;
+}
+
+/* ---- RewriteContext ---- */
+typedef struct REnt { UOp *n, *nn; int stage; } REnt;
+typedef struct RCtx {
+  const PM *pm, *bpm; void *ctx;
+  UMap pm_cache, bpm_cache, replace;
+  REnt *q; size_t cap, head, cnt; /* ring buffer deque */
+  UOp **tmp; int tmpcap;
+} RCtx;
+static char cache_none; /* cached "no rewrite" */
+
+static void rq_grow(RCtx *r) {
+  size_t nc = r->cap ? r->cap * 2 : 1024;
+  REnt *nq = arena_alloc(&uctx->scratch, sizeof(REnt) * nc);
+  for (size_t i = 0; i < r->cnt; i++) nq[i] = r->q[(r->head + i) % r->cap];
+  r->q = nq; r->cap = nc; r->head = 0;
+}
+static void rq_push(RCtx *r, UOp *n, int stage, UOp *nn) {
+  if (r->cnt == r->cap) rq_grow(r);
+  r->q[(r->head + r->cnt) % r->cap] = (REnt){n, nn, stage};
+  r->cnt++;
+}
+static void rq_push_front(RCtx *r, UOp *n, int stage, UOp *nn) {
+  if (r->cnt == r->cap) rq_grow(r);
+  r->head = (r->head + r->cap - 1) % r->cap;
+  r->q[r->head] = (REnt){n, nn, stage};
+  r->cnt++;
+}
+
+static UOp *cached_rewrite(UMap *cache, const PM *pm, UOp *x, void *ctx) {
+  bool found;
+  void *v = map_get(cache, x, uop_h(x), &found);
+  if (found) return v == &cache_none ? NULL : v;
+  UOp *ret = pm_rewrite(pm, x, ctx);
+  umap_put(cache, x, ret ? (void *)ret : (void *)&cache_none);
+  return ret;
+}
+
+/* RewriteNotReady: a callback calls pm_not_ready(), which unwinds to the rewrite that called it */
+typedef struct NRJump { jmp_buf jb; struct NRJump *prev; TgTry *try_top; } NRJump;
+static _Thread_local NRJump *nr_top;
+_Noreturn void pm_not_ready(void) {
+  if (!nr_top) tg_fail(TG_EINTERNAL, "pm_not_ready called outside graph_rewrite");
+  longjmp(nr_top->jb, 1);
+}
+/* cached_rewrite, or false when the callback raised RewriteNotReady (nothing is cached then) */
+static bool guarded_rewrite(UMap *cache, const PM *pm, UOp *x, void *ctx, UOp **out) {
+  NRJump j;
+  j.prev = nr_top; j.try_top = tg_try_top;
+  if (setjmp(j.jb)) { nr_top = j.prev; tg_try_top = j.try_top; return false; }
+  nr_top = &j;
+  *out = cached_rewrite(cache, pm, x, ctx);
+  nr_top = j.prev;
+  return true;
+}
+
+static void rctx_init(RCtx *r, const PM *pm, const PM *bpm, void *ctx) {
+  memset(r, 0, sizeof *r);
+  r->pm = pm; r->bpm = bpm; r->ctx = ctx;
+  umap_init(&r->pm_cache, &uctx->scratch);
+  umap_init(&r->bpm_cache, &uctx->scratch);
+  umap_init(&r->replace, &uctx->scratch);
+}
+
+static UOp *unified_rewrite(RCtx *r, UOp *root) {
+  r->cnt = 0; r->head = 0;
+  rq_push(r, root, 0, root);
+  while (r->cnt) {
+    if (r->cnt >= 200000) tg_fail(TG_EINPUT, "infinite loop in graph_rewrite (stack too big)");
+    REnt e = r->q[(r->head + r->cnt - 1) % r->cap];
+    r->cnt--;
+    UOp *n = e.n, *nn = e.nn;
+    if (umap_has(&r->replace, n)) continue;
+    if (e.stage == 0) {
+      if (r->bpm) {
+        /* apply rewrite rules until a fixed point is reached */
+        UOp *seen_small[16]; UOp **seen = seen_small; int ns = 0, seencap = 16;
+        UOp *test = n;
+        bool ok = true;
+        while (test && ok) {
+          for (int i = 0; i < ns; i++) if (seen[i] == test) tg_fail(TG_EINTERNAL, "infinite loop in fixed_point_rewrite");
+          if (ns == seencap) {
+            UOp **g = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)seencap * 2);
+            memcpy(g, seen, sizeof(UOp *) * (size_t)ns);
+            seen = g; seencap *= 2;
+          }
+          seen[ns++] = test;
+          nn = test;
+          ok = guarded_rewrite(&r->bpm_cache, r->bpm, test, r->ctx, &test);
+        }
+        if (!ok) { rq_push_front(r, n, 0, e.nn); continue; } /* RewriteNotReady: retry later */
+      }
+      rq_push(r, n, 1, nn);
+      for (int i = nn->nsrc - 1; i >= 0; i--) rq_push(r, nn->src[i], 0, nn->src[i]);
+    } else if (e.stage == 1) {
+      bool ready = true, same = true;
+      if (nn->nsrc > r->tmpcap) {
+        r->tmpcap = nn->nsrc * 2;
+        r->tmp = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)r->tmpcap);
+      }
+      for (int i = 0; i < nn->nsrc; i++) {
+        UOp *x = umap_get(&r->replace, nn->src[i]);
+        if (!x) { ready = false; break; }
+        r->tmp[i] = x;
+        if (x != nn->src[i]) same = false;
+      }
+      if (!ready) { rq_push_front(r, n, 1, nn); continue; } /* RewriteNotReady: retry later */
+      UOp *nsn = NULL;
+      if (same) {
+        if (r->pm && !guarded_rewrite(&r->pm_cache, r->pm, nn, r->ctx, &nsn)) { rq_push_front(r, n, 1, nn); continue; }
+        if (!nsn) {
+          umap_put(&r->replace, n, nn);
+          continue;
+        }
+      } else {
+        nsn = uop_new((Op)nn->op, nn->dtype, nn->nsrc, r->tmp, nn->arg, nn->tag);
+      }
+      /* rewrite nsn, then link its result back to n */
+      rq_push(r, n, 2, nsn);
+      rq_push(r, nsn, 0, nsn);
+    } else {
+      UOp *x = umap_get(&r->replace, nn);
+      if (!x) { rq_push_front(r, n, 2, nn); continue; } /* RewriteNotReady */
+      umap_put(&r->replace, n, x);
+    }
+  }
+  return umap_get(&r->replace, root);
+}
+
+UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm) {
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  NRJump *saved = nr_top;
+  RCtx r;
+  rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);
+  UOp *ret = unified_rewrite(&r, sink);
+  nr_top = saved;
+  arena_pop(&uctx->scratch, mk);
+  return ret;
+}
+
+/* dedup(all_metadata.get(v, ())) + k.metadata */
+static void meta_move(UOp *k, UOp *v) {
+  int n = 0;
+  const Meta **out = arena_alloc(ga(), sizeof(Meta *) * (size_t)(v->meta.n + k->meta.n));
+  for (int i = 0; i < v->meta.n; i++) {
+    bool dup = false;
+    for (int j = 0; j < n; j++) if (out[j] == v->meta.m[i]) dup = true;
+    if (!dup) out[n++] = v->meta.m[i];
+  }
+  for (int i = 0; i < k->meta.n; i++) out[n++] = k->meta.m[i];
+  uop_set_meta(v, (MetaList){n, out});
+}
+
+UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
+  UMap new_map;
+  umap_init(&new_map, ga());
+  UList topo = uop_toposort(sink, NULL, NULL);
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  NRJump *saved = nr_top;
+  RCtx r;
+  rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);
+  for (int j = 0; j < topo.n; j++) {
+    UOp *k = topo.v[bottom_up ? topo.n - 1 - j : j];
+    UOp *v = unified_rewrite(&r, k);
+    umap_put(&new_map, k, v);
+    if (k != v && k->meta.n) meta_move(k, v);
+  }
+  nr_top = saved;
+  arena_pop(&uctx->scratch, mk);
+  if (input_map) {
+    MAP_EACH(input_map, e) {
+      UOp *v = e->val;
+      bool found;
+      UOp *nv = map_get(&new_map, v, uop_h(v), &found);
+      umap_put(&new_map, e->key, found ? nv : v);
+    }
+  }
+  return new_map;
+}
+
+/* ---- substitute ---- */
+static UOp *rw_substitute(const Match *m, void *ctx) { return umap_get((const UMap *)ctx, m_get(m, "x")); }
+static const Rule substitute_rules[] = {
+  // every node that is a key of ctx is replaced by its value
+  { UP(.all_ops = true, .name = "x"), rw_substitute },
+};
+PM *pm_substitute;
+void pm_init(void) {
+  if (!pm_substitute) pm_substitute = pm_new(substitute_rules, RULES_N(substitute_rules));
+}
+
+UOp *uop_substitute(UOp *root, const UMap *dvars) {
+  pm_init();
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  UMap d;
+  umap_init(&d, &uctx->scratch);
+  MAP_EACH(dvars, e) if (e->key != e->val) umap_put(&d, e->key, e->val);
+  UOp *ret = root;
+  if (d.live) ret = graph_rewrite(root, pm_substitute, &d, true, NULL);
+  arena_pop(&uctx->scratch, mk);
+  return ret;
+}

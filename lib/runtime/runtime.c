@@ -1,0 +1,244 @@
+/* runtime.c: the CPU runtime (runtime.h has the overview).
+ *
+ * Compiling: the source (prelude + kernel + tgc_entry) is hashed; the cache holds k_HASH.so. A
+ * miss writes k_HASH.PID.c, runs `cc -O2 -shared -fPIC -fwrapv -o k_HASH.PID.so k_HASH.PID.c -lm`
+ * through posix_spawnp (no shell), and renames the result into place, so concurrent runs never
+ * see a half-written library. -fwrapv gives signed overflow the two's-complement wrap tinygrad's
+ * CPU backend gets in practice. Host memory is malloc'd and freed by rt_free. */
+#include "runtime.h"
+#include "../render/render.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static void mkdirs(const char *path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; *p; p++) if (*p == '/') { *p = 0; mkdir(buf, 0755); *p = '/'; }
+  mkdir(buf, 0755);
+}
+
+Runtime *rt_new(const Graph *g) {
+  Arena *a = ga();
+  Runtime *rt = arena_alloc(a, sizeof *rt);
+  rt->a = a;
+  rt->graph = g;
+  map_init(&rt->bufs, a);
+  map_init(&rt->kernels, a);
+  knames_init(&rt->names, a);
+  vec_init(&rt->handles, a);
+  vec_init(&rt->owned, a);
+  const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+  rt->cache_dir = x && *x ? arena_printf(a, "%s/tgc", x) : arena_printf(a, "%s/.cache/tgc", h && *h ? h : "/tmp");
+  const char *cc = getenv("TGC_CC");
+  rt->cc = cc && *cc ? cc : "cc";
+  return rt;
+}
+
+void rt_free(Runtime *rt) {
+  if (!rt) return;
+  for (int i = 0; i < rt->handles.n; i++) dlclose(rt->handles.v[i]);
+  for (int i = 0; i < rt->owned.n; i++) free(rt->owned.v[i]);
+  rt->handles.n = rt->owned.n = 0;
+}
+
+/* ---------------------------------------------------------------- compiling */
+static char *slurp(Arena *a, const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return arena_strdup(a, "");
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return arena_strdup(a, buf);
+}
+static bool write_all(const char *path, const char *s) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return false;
+  size_t n = strlen(s);
+  bool ok = fwrite(s, 1, n, f) == n;
+  return fclose(f) == 0 && ok;
+}
+
+RtKernel *rt_compile(Runtime *rt, const Program *p) {
+  Arena *a = rt->a;
+  char *src = arena_printf(a, "%s\n%s", render_kernel(a, p, &render_c), render_c_entry(a, p));
+  uint64_t h = hash_bytes(src, strlen(src), 0x7467630a);
+  mkdirs(rt->cache_dir);
+  char *so = arena_printf(a, "%s/k_%016llx.so", rt->cache_dir, (unsigned long long)h);
+  struct stat sb;
+  if (stat(so, &sb) == 0) rt->ncached++;
+  else {
+    int pid = (int)getpid();
+    char *cfile = arena_printf(a, "%s/k_%016llx.%d.c", rt->cache_dir, (unsigned long long)h, pid);
+    char *tmpso = arena_printf(a, "%s/k_%016llx.%d.so", rt->cache_dir, (unsigned long long)h, pid);
+    char *errf = arena_printf(a, "%s/k_%016llx.%d.err", rt->cache_dir, (unsigned long long)h, pid);
+    if (!write_all(cfile, src)) tg_fail(TG_EDEVICE, "kernel %s: can't write %s: %s", p->name, cfile, strerror(errno));
+    char *argv[] = {(char *)rt->cc, "-O2", "-shared", "-fPIC", "-fwrapv", "-w", "-o", tmpso, cfile, "-lm", NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t child;
+    int rc = posix_spawnp(&child, rt->cc, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    int status = 0;
+    if (rc == 0) while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      char *diag = rc ? arena_printf(a, "can't run %s: %s", rt->cc, strerror(rc)) : slurp(a, errf);
+      unlink(cfile); unlink(tmpso); unlink(errf);
+      tg_fail(TG_EDEVICE, "kernel %s: %s", p->name, diag);
+    }
+    unlink(errf);
+    unlink(cfile);
+    if (rename(tmpso, so) != 0) { unlink(tmpso); tg_fail(TG_EDEVICE, "kernel %s: can't install %s: %s", p->name, so, strerror(errno)); }
+    rt->ncompiled++;
+  }
+  void *hd = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!hd) tg_fail(TG_EDEVICE, "kernel %s: dlopen: %s", p->name, dlerror());
+  vec_push(&rt->handles, hd);
+  RtKernel *k = arena_alloc(a, sizeof *k);
+  k->prg = p; k->src = src; k->handle = hd;
+  void *sym = dlsym(hd, "tgc_entry");
+  if (!sym) tg_fail(TG_EDEVICE, "kernel %s: no tgc_entry in %s", p->name, so);
+  memcpy(&k->entry, &sym, sizeof sym);
+  return k;
+}
+
+/* ---------------------------------------------------------------- buffers */
+static UOp *buf_key(UOp *buf, int shard) { return uop2(OP_NOOP, dt_void, buf, uop_const_int(dt_int, shard), v_str("tgc.rtbuf")); }
+
+static const BufData *data_of(const Graph *g, UOp *buf) {
+  if (g) for (int i = 0; i < g->ndata; i++) if (g->data[i].buf == buf) return &g->data[i];
+  return NULL;
+}
+
+RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard) {
+  UOp *key = buf_key(buf, shard);
+  RtBuf *b = map_get(&rt->bufs, key, uop_h(key), NULL);
+  if (b) return b;
+  if (buf->op != OP_BUFFER || buf->arg->kind != V_INT) tg_fail(TG_EINPUT, "runtime: a %s is not a buffer", op_names[buf->op]);
+  b = arena_alloc(rt->a, sizeof *b);
+  b->buf = buf; b->shard = shard;
+  b->nbytes = (size_t)buf->arg->i * (size_t)dt_base(buf->dtype)->itemsize;
+  b->data = calloc(1, b->nbytes ? b->nbytes : 1);
+  if (!b->data) tg_fail(TG_EDEVICE, "out of host memory allocating %zu bytes", b->nbytes);
+  b->owned = true;
+  vec_push(&rt->owned, b->data);
+  const BufData *d = data_of(rt->graph, buf);
+  if (d) memcpy(b->data, d->bytes, d->nbytes < b->nbytes ? d->nbytes : b->nbytes);
+  map_put(&rt->bufs, key, uop_h(key), b);
+  return b;
+}
+
+void rt_alias(Runtime *rt, UOp *view, int vshard, UOp *base, int bshard, size_t byte_offset) {
+  RtBuf *bb = rt_buffer(rt, base, bshard);
+  UOp *key = buf_key(view, vshard);
+  RtBuf *b = arena_alloc(rt->a, sizeof *b);
+  b->buf = view; b->shard = vshard;
+  b->nbytes = (size_t)view->arg->i * (size_t)dt_base(view->dtype)->itemsize;
+  if (byte_offset + b->nbytes > bb->nbytes) tg_fail(TG_EINPUT, "BUFFER_VIEW of %zu bytes at %zu is outside its %zu-byte base", b->nbytes, byte_offset, bb->nbytes);
+  b->data = bb->data + byte_offset;
+  map_put(&rt->bufs, key, uop_h(key), b);
+}
+
+/* ---------------------------------------------------------------- running */
+void rt_run_item(Runtime *rt, const SchedItem *si) {
+  UOp *ast = si->ast;
+  if (ast->op == OP_BUFFER_VIEW) {
+    if (si->nbufs < 2) tg_fail(TG_EINPUT, "BUFFER_VIEW item needs 2 buffers");
+    UOp *base = si->bufs[1].buf;
+    rt_alias(rt, si->bufs[0].buf, si->bufs[0].shard, base, si->bufs[1].shard,
+             (size_t)ast->arg->items[1]->i * (size_t)dt_base(base->dtype)->itemsize);
+    return;
+  }
+  if (ast->op == OP_COPY) {
+    if (si->nbufs < 2) tg_fail(TG_EINPUT, "COPY item needs 2 buffers");
+    RtBuf *d = rt_buffer(rt, si->bufs[0].buf, si->bufs[0].shard), *s = rt_buffer(rt, si->bufs[1].buf, si->bufs[1].shard);
+    if (d->data != s->data) memmove(d->data, s->data, d->nbytes < s->nbytes ? d->nbytes : s->nbytes);
+    return;
+  }
+  RtKernel *k = map_get(&rt->kernels, ast, uop_h(ast), NULL);
+  if (!k) {
+    k = rt_compile(rt, lower_kernel(ast, &rt->names));
+    map_put(&rt->kernels, ast, uop_h(ast), k);
+  }
+  const Program *p = k->prg;
+  void **bufs = arena_alloc(rt->a, sizeof(void *) * (size_t)(p->nglobals + 1));
+  long long *vars = arena_alloc(rt->a, sizeof(long long) * (size_t)(p->nvars + 1));
+  for (int i = 0; i < p->nglobals; i++) {
+    int slot = (int)p->globals[i].u->arg->i;
+    if (slot < 0 || slot >= si->nbufs) tg_fail(TG_EINPUT, "kernel %s: DEFINE_GLOBAL %d but the item has %d buffers", p->name, slot, si->nbufs);
+    bufs[i] = rt_buffer(rt, si->bufs[slot].buf, si->bufs[slot].shard)->data;
+  }
+  for (int i = 0; i < p->nvars; i++) {
+    const char *nm = p->vars[i]->arg->items[0]->s;
+    bool found = false;
+    for (int j = 0; j < si->nvars && !found; j++) {
+      UOp *v = si->vars[j];
+      if (v->op == OP_BIND) v = v->src[0];
+      if (v->op == OP_DEFINE_VAR && strcmp(v->arg->items[0]->s, nm) == 0) { vars[i] = si->vals[j]; found = true; }
+    }
+    if (!found) tg_fail(TG_EINPUT, "kernel %s: no value for variable %s", p->name, nm);
+  }
+  k->entry(bufs, vars);
+}
+
+int rt_run_schedule(Runtime *rt, const Schedule *s) {
+  int n = 0;
+  for (int i = 0; i < s->nitems; i++) {
+    rt_run_item(rt, &s->items[i]);
+    n += s->items[i].ast->op == OP_SINK;
+  }
+  return n;
+}
+
+/* ---------------------------------------------------------------- reading values */
+size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
+  UOp *base = u_base(t);
+  if (base->op != OP_BUFFER) tg_fail(TG_EINPUT, "runtime: can't read a %s (not a realized buffer)", op_names[base->op]);
+  RtBuf *b = rt_buffer(rt, base, shard);
+  size_t isz = (size_t)dt_base(base->dtype)->itemsize;
+  if (t == base) {
+    size_t n = b->nbytes < cap ? b->nbytes : cap;
+    memcpy(out, b->data, n);
+    return n;
+  }
+  const ShapeTracker *st = u_st(t);
+  if (!st) tg_fail(TG_EINPUT, "runtime: a %s has no shape", op_names[t->op]);
+  Sint sz = st_size(st);
+  if (!si_is_int(sz)) tg_fail(TG_EINPUT, "runtime: can't read a symbolic shape");
+  size_t total = (size_t)sz.c;
+  if (total * isz > cap) total = cap / isz;
+  unsigned char *o = out;
+  for (size_t i = 0; i < total; i++) {
+    int64_t off = (int64_t)i;
+    bool valid = true;
+    for (int vi = st->nviews - 1; vi >= 0 && valid; vi--) {
+      const View *v = st->views[vi];
+      int64_t idx[64], rem = off, acc = v->offset.c;
+      for (int k = v->ndim - 1; k >= 0; k--) {
+        int64_t d = v->shape[k].c;
+        idx[k] = d ? rem % d : 0;
+        rem = d ? rem / d : 0;
+      }
+      for (int k = 0; k < v->ndim; k++) {
+        if (v->mask && (idx[k] < v->mask[2 * k].c || idx[k] >= v->mask[2 * k + 1].c)) valid = false;
+        acc += idx[k] * v->strides[k].c;
+      }
+      off = acc;
+    }
+    if (valid && off >= 0 && (size_t)(off + 1) * isz <= b->nbytes) memcpy(o + i * isz, b->data + (size_t)off * isz, isz);
+    else memset(o + i * isz, 0, isz);
+  }
+  return total * isz;
+}

@@ -1,0 +1,45 @@
+/* runtime: the CPU backend. Owns host buffers (one per BUFFER uop and shard, BUFFER_VIEWs alias
+ * their base), compiling rendered kernels with the system C compiler into a cache directory keyed
+ * by a hash of the source ($XDG_CACHE_HOME/tgc or ~/.cache/tgc; a source compiled once is never
+ * compiled again), dlopen-ing them, and running a schedule in order: kernels through their
+ * tgc_entry, COPY as memcpy between host buffers, BUFFER_VIEW as an alias with a byte offset.
+ * Graph BUFFER data (Graph.data) fills input buffers when they are first allocated. */
+#ifndef TGC_RUNTIME_H
+#define TGC_RUNTIME_H
+#include "../codegen/codegen.h"
+#include "../io/graph.h"
+#include "../schedule/schedule.h"
+
+typedef void (*RtEntry)(void **bufs, const long long *vars);
+typedef struct RtKernel { const Program *prg; const char *src; RtEntry entry; void *handle; } RtKernel;
+typedef struct RtBuf { UOp *buf; int shard; unsigned char *data; size_t nbytes; bool owned; } RtBuf;
+typedef struct Runtime {
+  Arena *a;                 /* the current context's arena (ga()) */
+  Map bufs;                 /* key(BUFFER, shard) -> RtBuf* */
+  Map kernels;              /* kernel AST -> RtKernel* */
+  KNames names;
+  const Graph *graph;       /* data for input BUFFERs, may be NULL */
+  const char *cache_dir;
+  const char *cc;           /* $TGC_CC or "cc" */
+  int ncompiled, ncached;   /* compiler runs / cache hits, for tests and -v */
+  PtrVec handles, owned;
+} Runtime;
+
+Runtime *rt_new(const Graph *g);                 /* in the current context; g may be NULL */
+void rt_free(Runtime *rt);                       /* closes libraries, frees host memory */
+/* compile (or load from the cache) one lowered kernel; TG_EDEVICE "kernel NAME: <diagnostics>" */
+RtKernel *rt_compile(Runtime *rt, const Program *p);
+/* the host buffer for a BUFFER uop (shard -1 for single-device), allocated zeroed (or filled from
+ * the graph's data) on first use */
+RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard);
+/* make view (a BUFFER) alias base's memory at a byte offset (BUFFER_VIEW) */
+void rt_alias(Runtime *rt, UOp *view, int vshard, UOp *base, int bshard, size_t byte_offset);
+/* run one schedule item (SINK kernel, COPY, BUFFER_VIEW) */
+void rt_run_item(Runtime *rt, const SchedItem *si);
+/* run every item of a schedule in order; returns the number of kernels run */
+int rt_run_schedule(Runtime *rt, const Schedule *s);
+/* the logical value of a tensor uop after the schedule ran: a BUFFER, or movement ops/VIEWs of
+ * one, gathered C-contiguously into out (u_size(t) elements of t's dtype); returns bytes written */
+size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap);
+
+#endif

@@ -1,0 +1,276 @@
+/* grouper.c: which tensor UOps realize (tinygrad 0.11.0 schedule/grouper.py).
+ *
+ * do_realize is a rule table whose callbacks only record into the realize map (an ordered
+ * UMap used as a set) and never rewrite, so graph_rewrite visits every node once, parents
+ * first, exactly as tinygrad's does. group_realizes then pairs each REDUCE_AXIS with the
+ * elementwise children it can fuse with: recursive_group walks children chains on an explicit
+ * stack of frames (node, ShapeTracker, next child) so a graph-deep chain cannot overflow the C
+ * stack, with the same visiting order and early returns as the recursive original. */
+#include "passes.h"
+
+static void *umap_getp(const UMap *m, const UOp *k) { return map_get(m, k, uop_h(k), NULL); }
+
+/* ALWAYS_CONTIGUOUS: ops that are already a buffer (or are one once they run) */
+bool always_contiguous(Op op) {
+  switch (op) {
+  case OP_CONTIGUOUS: case OP_ASSIGN: case OP_COPY: case OP_BUFFER: case OP_BUFFER_VIEW: case OP_CONST:
+  case OP_BIND: case OP_DEVICE: case OP_MSELECT: case OP_MSTACK: case OP_DEFINE_GLOBAL: case OP_DEFINE_LOCAL:
+  case OP_DEFINE_REG: case OP_LOAD: return true;
+  default: return false;
+  }
+}
+
+/* an ordered set of UOps is a UMap with NULL values */
+static void uset_add(UMap *s, UOp *u) { bool isnew; map_slot(s, u, uop_h(u), &isnew); }
+
+/* can_pad (uop/ops.py): no unsafe-pad op between root and the realized edges */
+static bool gate_not_in_edges(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
+bool can_pad(UOp *root, const UMap *edges) {
+  UList t = uop_toposort(root, gate_not_in_edges, (void *)edges);
+  for (int i = 0; i < t.n; i++) if (op_in((Op)t.v[i]->op, G_UNSAFEPAD)) return false;
+  return true;
+}
+
+/* ---- do_realize ---- */
+static UOp *rw_realize_sink_parents(const Match *m, void *ctx) {
+  UOp *s = m_get(m, "s");
+  for (int i = 0; i < s->nsrc; i++) {
+    UOp *b = u_base(s->src[i]);
+    if (!always_contiguous((Op)b->op)) uset_add(ctx, b);
+  }
+  return NULL;
+}
+static UOp *rw_realize(const Match *m, void *ctx) { uset_add(ctx, m_get(m, "tr")); return NULL; }
+static UOp *rw_realize_parents(const Match *m, void *ctx) {
+  UOp *rb = m_get(m, "rb");
+  for (int i = 0; i < rb->nsrc; i++) if (!always_contiguous((Op)rb->src[i]->op)) uset_add(ctx, rb->src[i]);
+  return NULL;
+}
+static UOp *rw_realize_before_view(const Match *m, void *ctx) {
+  UOp *view = m_get(m, "view"), *tr = m_get(m, "tr");
+  const ShapeTracker *st = u_st(view);
+  bool masked = false;
+  for (int i = 0; i < st->nviews; i++) if (st->views[i]->mask) masked = true;
+  // always realize unsafe pad ops before masked view
+  if (masked && !can_pad(tr, ctx)) { uset_add(ctx, tr); return NULL; }
+  SList trs = u_shape(tr);
+  // fold simple pads
+  const View *last = st->views[st->nviews - 1];
+  if (st->nviews == 1 && last->mask && sl_all_int(trs)) {
+    Sint p = si(1);
+    for (int i = 0; i < last->ndim; i++) p = si_mul(p, si_sub(last->mask[2 * i + 1], last->mask[2 * i]));
+    if (!si_resolve_lt(sl_prod(trs), p, false)) return NULL; /* resolve(prod >= p) == not resolve(prod < p) */
+  }
+  // realize before expand
+  if (si_resolve_lt(sl_prod(trs), sl_prod(st_shape(st)), true) && !uctx->opt.dont_realize_expand) uset_add(ctx, tr);
+  return NULL;
+}
+
+static const Op ALWAYS_CONTIGUOUS_OPS[] = {OP_CONTIGUOUS, OP_ASSIGN, OP_COPY, OP_BUFFER, OP_BUFFER_VIEW, OP_CONST, OP_BIND,
+  OP_DEVICE, OP_MSELECT, OP_MSTACK, OP_DEFINE_GLOBAL, OP_DEFINE_LOCAL, OP_DEFINE_REG, OP_LOAD, OP_INVALID};
+
+static const Rule do_realize[] = {
+  // always realize SINK parents
+  { UP(.ops = OPS(OP_SINK), .name = "s"), rw_realize_sink_parents },
+  // always realize ASSIGN/CONTIGUOUS/COPY/BUFFER_VIEW
+  { UP(.ops = OPS(OP_ASSIGN, OP_CONTIGUOUS, OP_COPY, OP_BUFFER_VIEW), .name = "tr"), rw_realize },
+  // realize before expand or unsafe pad ops
+  { UP(.ops = OPS(OP_VIEW), .name = "view", SRC(UP(.all_ops = true, .except = ALWAYS_CONTIGUOUS_OPS, .name = "tr"))),
+    rw_realize_before_view },
+  // realize parents of COPY, MSELECT, MSTACK
+  { UP(.ops = OPS(OP_COPY, OP_MSELECT, OP_MSTACK), .name = "rb"), rw_realize_parents },
+};
+static PM *pm_do_realize;
+
+/* the realize map after do_realize alone */
+static UMap sched_do_realize(UOp *sink) {
+  if (!pm_do_realize) pm_do_realize = pm_new(do_realize, RULES_N(do_realize));
+  UMap realizes;
+  umap_init(&realizes, ga());
+  graph_rewrite(sink, pm_do_realize, &realizes, false, NULL);
+  return realizes;
+}
+
+/* ---- recursive_group ---- */
+typedef struct GroupCtx {
+  UOp *r; Sint rsize;
+  const UMap *children, *realizes, *reduce_for_op;
+  UMap *group, cache;
+} GroupCtx;
+
+/* dedup(unwrap(x.st) for x in tr_next.src if x.base is tr): count (0, 1 or 2 meaning "more") and the first */
+static int st_childs(UOp *tr_next, UOp *tr, const ShapeTracker **first) {
+  int n = 0;
+  *first = NULL;
+  for (int i = 0; i < tr_next->nsrc; i++) {
+    UOp *x = tr_next->src[i];
+    if (u_base(x) != tr) continue;
+    const ShapeTracker *st = u_st(x);
+    if (n == 0) { *first = st; n = 1; }
+    else if (st != *first) return 2;
+  }
+  return n;
+}
+
+typedef struct GFrame { UOp *tr; const ShapeTracker *st; int next; } GFrame;
+
+static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
+  PtrVec stack;
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  vec_init(&stack, &uctx->scratch);
+  /* entering a frame: the cache check and the realized-node case, then iterate children */
+  GFrame *f0 = arena_alloc(&uctx->scratch, sizeof *f0);
+  *f0 = (GFrame){tr0, st0, -1};
+  vec_push(&stack, f0);
+  while (stack.n) {
+    GFrame *f = stack.v[stack.n - 1];
+    if (f->next < 0) {
+      const Value *key = v_tuplev(2, v_uop(f->tr), v_st(f->st));
+      if (map_has(&g->cache, (void *)key, key->hash)) { stack.n--; continue; }
+      map_put(&g->cache, (void *)key, key->hash, NULL);
+      if (umap_has(g->realizes, f->tr) && f->tr != g->r) {
+        // can only fuse contiguous; max one reduceop per kernel
+        if (!st_contiguous(f->st) || si_resolve_ne(st_size(f->st), g->rsize, true) || umap_has(g->reduce_for_op, f->tr))
+          uset_add(g->group, g->r);
+        uset_add(g->group, f->tr);
+        stack.n--;
+        continue;
+      }
+      f->next = 0;
+    }
+    UMap *ch = umap_getp(g->children, f->tr);
+    /* find the next live child entry */
+    int idx = 0; MapEnt *e = NULL;
+    if (ch) {
+      for (MapEnt *it = ch->ents; it < ch->ents + ch->n; it++) {
+        if (!it->key) continue;
+        if (idx++ == f->next) { e = it; break; }
+      }
+    }
+    if (!e) { stack.n--; continue; }
+    f->next++;
+    UOp *tr_next = e->key;
+    // max one reduceop per kernel
+    if (tr_next->op == OP_REDUCE_AXIS) { uset_add(g->group, g->r); stack.n--; continue; }
+    // can only fuse contiguous
+    const ShapeTracker *first;
+    if (st_childs(tr_next, f->tr, &first) > 1) { uset_add(g->group, g->r); stack.n--; continue; }
+    GFrame *nf = arena_alloc(&uctx->scratch, sizeof *nf);
+    *nf = (GFrame){tr_next, st_concat(f->st, first), -1};
+    vec_push(&stack, nf);
+  }
+  arena_pop(&uctx->scratch, mk);
+}
+
+static bool gate_not_realized(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
+
+UMap group_realizes(UOp *sink) {
+  // start by adding uops that always realize
+  UMap realizes = sched_do_realize(sink);
+  if (uctx->opt.dont_group_reduces) return realizes;
+
+  // construct children graph (only for bases)
+  UMap children, assigns;
+  umap_init(&children, ga());
+  umap_init(&assigns, ga());
+  UList topo = uop_toposort(sink, NULL, NULL);
+  for (int i = 0; i < topo.n; i++) {
+    UOp *u = topo.v[i];
+    if (u->op == OP_VIEW || u->op == OP_SINK) continue;
+    if (u->op == OP_ASSIGN) uset_add(&assigns, u_buf_uop(u));
+    for (int j = 0; j < u->nsrc; j++) {
+      UOp *b = u_base(u->src[j]);
+      UMap *ch = umap_getp(&children, b);
+      if (!ch) { ch = arena_alloc(ga(), sizeof *ch); umap_init(ch, ga()); umap_put(&children, b, ch); }
+      uset_add(ch, u);
+    }
+  }
+
+  // find all reduces, and pair them to a elementwise op. if they can't be cleanly paired, force realize the reduce (or a contig child)
+  UMap reduce_for_op;
+  umap_init(&reduce_for_op, ga());
+  PtrVec double_reduces;
+  vec_init(&double_reduces, ga());
+  for (int i = 0; i < topo.n; i++) {
+    UOp *r = topo.v[i];
+    if (r->op != OP_REDUCE_AXIS) continue;
+    if (r->arg->n == 3 && r->arg->items[2]->kind == V_BOOL && r->arg->items[2]->b) continue;
+    if (uctx->opt.fuse_conv_bw && u_base(r->src[0])->op == OP_REDUCE_AXIS && r->src[0] != u_base(r->src[0]))
+      vec_push(&double_reduces, r);
+    if (umap_has(&realizes, r)) continue;
+    UMap group;
+    umap_init(&group, ga());
+    GroupCtx g = {.r = r, .rsize = st_size(u_st(r)), .children = &children, .realizes = &realizes,
+                  .reduce_for_op = &reduce_for_op, .group = &group};
+    map_init(&g.cache, ga());
+    recursive_group(&g, r, u_st(r));
+    // max one reduceop per kernel
+    bool can_chase = true;
+    MAP_EACH(&group, e) if (umap_has(&reduce_for_op, e->key)) can_chase = false;
+    UList rt = uop_toposort(r, gate_not_realized, &realizes);
+    for (int j = 0; j < rt.n; j++) {
+      UOp *u = rt.v[j];
+      if (u->op == OP_REDUCE_AXIS && u_base(u->src[0])->op == OP_CONST) { can_chase = false; break; }
+    }
+    // TODO: forced_realize exists because the scheduler is incapable of checking for self-contained DAGs
+    bool forced_realize = umap_has(&group, r);
+    // can only have one output
+    if (!forced_realize && group.live > 1) forced_realize = true;
+    // can only fuse assign if no other assign_target is used in the kernel
+    if (!forced_realize) {
+      UMap targets;
+      umap_init(&targets, ga());
+      MAP_EACH(&group, e) if (((UOp *)e->key)->op == OP_ASSIGN) uset_add(&targets, u_buf_uop(e->key));
+      if (targets.live) {
+        PtrVec parents;
+        UMap seen;
+        vec_init(&parents, ga());
+        umap_init(&seen, ga());
+        vec_push(&parents, r);
+        MAP_EACH(&group, e) vec_push(&parents, e->key);
+        /* the outcome is one boolean, so a node reached twice need not be walked twice */
+        while (parents.n && !forced_realize) {
+          UOp *p = u_base(vec_pop(&parents));
+          if (umap_has(&seen, p)) continue;
+          uset_add(&seen, p);
+          if (p->op == OP_BUFFER && umap_has(&assigns, p) && !umap_has(&targets, p)) { forced_realize = true; can_chase = false; }
+          if (umap_has(&realizes, p)) continue;
+          for (int j = 0; j < p->nsrc; j++) vec_push(&parents, p->src[j]);
+        }
+      }
+    }
+    if (forced_realize || group.live == 0) {
+      UOp *tr = r;
+      if (can_chase) {
+        // can chase this down to contiguous children
+        const ShapeTracker *st = u_st(tr);
+        for (;;) {
+          UMap *lst = umap_getp(&children, tr);
+          if (!lst || lst->live != 1) break;
+          UOp *tr_next = NULL;
+          MAP_EACH(lst, e) { tr_next = e->key; break; }
+          const ShapeTracker *first;
+          int nst = st_childs(tr_next, tr, &first);
+          if (nst > 1) break;
+          if (si_resolve_ne(st_size(st), st_size(first), true)) break;
+          st = st_concat(st, first);
+          if (!st_contiguous(st) || tr_next->op == OP_REDUCE_AXIS) break;
+          tr = tr_next;
+        }
+        // don't cast to higher size before store (tr cannot be realized if forced_realize)
+        if (tr->op == OP_CAST && tr->dtype->itemsize > tr->src[0]->dtype->itemsize) tr = u_base(tr->src[0]);
+      }
+      umap_init(&group, ga());
+      uset_add(&group, tr);
+      uset_add(&realizes, tr);
+    }
+    MAP_EACH(&group, e) umap_put(&reduce_for_op, e->key, r);
+  }
+  // fuse double reduces with no other child
+  for (int i = 0; i < double_reduces.n; i++) {
+    UOp *top_reduce = u_base(((UOp *)double_reduces.v[i])->src[0]);
+    UMap *ch = umap_getp(&children, top_reduce);
+    if (ch && ch->live == 1) umap_del(&realizes, top_reduce);
+  }
+  return realizes;
+}

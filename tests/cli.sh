@@ -1,0 +1,125 @@
+#!/bin/sh
+# CLI tests for tgc (POSIX sh): version and help, usage errors (exit 2), bad-input graphs in
+# testdata/bad/ (exit 3 and the exact message in NAME.err, with @DIR@ for testdata/bad), dump of
+# the example graph against its golden output (tinygrad's repr), stdin input, atomic -o output.
+# Uses $TGC (default build/tgc) and $ORACLE (default ../shared/oracle); run from the repo root.
+# Prints "N passed, N failed" and exits nonzero when anything failed.
+TGC=${TGC:-build/tgc}
+ORACLE=${ORACLE:-../shared/oracle}
+pass=0
+fail=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgc-cli.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+
+# expect RC DESC CMD...: run CMD (stdout -> $tmp/out, stderr -> $tmp/err) and check its exit status
+expect() {
+  want=$1; desc=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" -eq "$want" ]; then ok; else bad "$desc: exit $rc, wanted $want: $(head -c 300 "$tmp/err")"; fi
+}
+# contains FILE TEXT DESC
+contains() {
+  if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(head -c 300 "$1")"; fi
+}
+# lines FILE N DESC
+lines() {
+  n=$(wc -l <"$1" | tr -d ' ')
+  if [ "$n" -eq "$2" ]; then ok; else bad "$3: $n lines, wanted $2"; fi
+}
+
+# ---- version and help ----
+expect 0 "--version" "$TGC" --version
+if [ "$(cat "$tmp/out")" = "tgc 0.1.0" ]; then ok; else bad "--version prints '$(cat "$tmp/out")'"; fi
+expect 0 "--help" "$TGC" --help
+contains "$tmp/out" "Usage: tgc COMMAND" "--help"
+expect 0 "-h" "$TGC" -h
+for c in schedule check compile run dump; do
+  expect 0 "$c --help" "$TGC" $c --help
+  contains "$tmp/out" "Usage: tgc $c" "$c --help"
+  expect 0 "$c -h" "$TGC" $c -h
+  lines "$tmp/err" 0 "$c -h writes nothing to stderr"
+done
+expect 0 "schedule --help lists switches" "$TGC" schedule --help
+contains "$tmp/out" "--max-kernel-buffers=N" "schedule --help"
+
+# ---- usage errors: exit 2, one hint line on stderr ----
+G=testdata/example.graph.json
+usage() { expect 2 "$*" "$@"; lines "$tmp/err" 1 "$* hint"; contains "$tmp/err" "--help" "$* hint"; }
+usage "$TGC"
+usage "$TGC" frobnicate
+usage "$TGC" --bogus
+usage "$TGC" schedule
+usage "$TGC" schedule --bogus "$G"
+usage "$TGC" schedule "$G" extra
+usage "$TGC" schedule -o
+usage "$TGC" schedule --fuse-arange=2 "$G"
+usage "$TGC" schedule --reduceop-split-size=x "$G"
+usage "$TGC" check "$G"
+usage "$TGC" check --kernels=-1 "$G"
+usage "$TGC" check --kernels "$G"
+usage "$TGC" compile "$G" -t vulkan -o "$tmp/c"
+usage "$TGC" compile "$G" -o "$tmp/c"
+usage "$TGC" compile "$G" -t c
+usage "$TGC" run "$G"
+usage "$TGC" run "$G" -d tpu
+usage "$TGC" run "$G" -d cpu --input foo
+usage "$TGC" dump --stage no-such-stage "$G"
+usage "$TGC" dump --json "$G"
+
+# ---- bad input: exit 3 and the exact message ----
+for f in testdata/bad/*.graph.json; do
+  name=${f%.graph.json}
+  expect 3 "$f" "$TGC" dump "$f"
+  want=$(sed "s|@DIR@|testdata/bad|g" "$name.err")
+  got=$(cat "$tmp/err")
+  if [ "$got" = "$want" ]; then ok; else bad "$f: message '$got', wanted '$want'"; fi
+done
+expect 3 "missing file" "$TGC" dump "$tmp/nope.json"
+contains "$tmp/err" "tgc: $tmp/nope.json: cannot read: No such file or directory" "missing file"
+printf '{"format":"tgc.graph","version":1,"uops":[' >"$tmp/trunc.json"
+expect 3 "truncated stdin" sh -c "\"$TGC\" dump - <\"$tmp/trunc.json\""
+contains "$tmp/err" "tgc: -: JSON: truncated" "truncated stdin"
+
+# ---- dump ----
+expect 0 "dump example" "$TGC" dump "$G"
+if cmp -s "$tmp/out" testdata/example.dump; then ok; else bad "dump example differs from testdata/example.dump"; fi
+expect 0 "dump from stdin" sh -c "\"$TGC\" dump - <\"$G\""
+if cmp -s "$tmp/out" testdata/example.dump; then ok; else bad "dump - differs from testdata/example.dump"; fi
+expect 0 "dump --list-stages" "$TGC" dump --list-stages
+if [ -s "$tmp/out" ]; then ok; else bad "dump --list-stages printed nothing"; fi
+C=$(ls "$ORACLE"/schedule/*.graph.json 2>/dev/null | head -n 1)
+if [ -n "$C" ]; then
+  expect 0 "dump corpus graph $C" "$TGC" dump "$C"
+  contains "$tmp/out" "UOp(Ops.SINK, dtypes.void" "dump corpus graph"
+else bad "no corpus graphs under $ORACLE/schedule"; fi
+
+# ---- schedule / check (need the scheduler) ----
+expect 0 "schedule -o" "$TGC" schedule "$G" -o "$tmp/s.json"
+contains "$tmp/s.json" '"format":"tgc.schedule"' "schedule file"
+contains "$tmp/err" "kernels (" "schedule summary"
+lines "$tmp/out" 0 "schedule -o writes nothing to stdout"
+if ls "$tmp" | grep -q '\.tmp\.'; then bad "schedule -o left a temporary file"; else ok; fi
+expect 0 "schedule to stdout" "$TGC" schedule "$G"
+contains "$tmp/out" '"format":"tgc.schedule"' "schedule stdout"
+expect 3 "schedule -o into a missing directory" "$TGC" schedule "$G" -o "$tmp/no/such/dir/s.json"
+expect 0 "check --kernels 1" "$TGC" check "$G" --kernels 1
+expect 1 "check --kernels 5" "$TGC" check "$G" --kernels 5
+contains "$tmp/err" "expected 5 kernels, got 1" "check mismatch"
+expect 0 "check --max-kernels 3" "$TGC" check "$G" --max-kernels 3
+expect 1 "check --json mismatch" "$TGC" check "$G" --kernels 2 --json
+contains "$tmp/out" '"ok":false' "check --json"
+expect 0 "check with switches" "$TGC" check "$G" --kernels 1 --fuse-arange=0 --dont-group-reduces --max-kernel-buffers=8
+
+# ---- compile / run: exit 0 once code generation is wired, 4 ("not implemented yet") before ----
+for c in "compile $G -t c -o $tmp/c" "run $G -d cpu -o $tmp/r"; do
+  $TGC $c >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" -eq 0 ] || { [ "$rc" -eq 4 ] && grep -q "^tgc: " "$tmp/err"; }; then ok; else bad "$c: exit $rc: $(head -c 300 "$tmp/err")"; fi
+done
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
