@@ -44,7 +44,7 @@ debug:
 	  LDFLAGS="-fsanitize=address,undefined" all
 
 unit: $(TEST_BIN)
-	@set -e; for t in $(TEST_BIN); do echo "== $$t"; TGC_ORACLE=$(ORACLE) $$t --jobs 2; done
+	@set -e; for t in $(TEST_BIN); do echo "== $$t"; TGC_ORACLE=$(ORACLE) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $$t --jobs 2; done
 
 cli-test: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc ORACLE=$(ORACLE) sh tests/cli.sh

@@ -2,7 +2,8 @@
  *
  * One uop table holds every item's AST (json_uop_table with all ASTs as roots, so shared nodes
  * get one row). Buffers are numbered in the order items first touch them (DEFINE_GLOBAL order
- * within an item); a multi-device BUFFER contributes one entry per shard it is used with. Each
+ * within an item). A multi-device KERNEL is one item (its shards are not repeated) and a
+ * multi-device BUFFER one entry whose device is the list of its devices. Each
  * sink source's output is found by following the kernelize map and the tensor's base (VIEW,
  * movement ops, MULTI) to its BUFFER, through an ASSIGN when the value was computed into one. */
 #include "graph.h"
@@ -57,11 +58,8 @@ char *schedule_write_json(Arena *a, const Schedule *s, const Graph *g, const cha
   map_init(&bt.by, &uctx->scratch);
   UOp **asts = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)(s->nitems + 1));
   int *ast_ids = arena_alloc(&uctx->scratch, sizeof(int) * (size_t)(s->nitems + 1));
-  int nk = 0;
-  for (int i = 0; i < s->nitems; i++) {
-    asts[i] = s->items[i].ast;
-    if (asts[i]->op == OP_SINK) nk++;
-  }
+  int nk = s->nkernels;
+  for (int i = 0; i < s->nitems; i++) asts[i] = s->items[i].ast;
   cJSON *doc = cJSON_CreateObject();
   cJSON_AddStringToObject(doc, "format", "tgc.schedule");
   cJSON_AddItemToObject(doc, "version", json_int(1));
@@ -71,13 +69,14 @@ char *schedule_write_json(Arena *a, const Schedule *s, const Graph *g, const cha
   cJSON *items = cJSON_CreateArray();
   for (int i = 0; i < s->nitems; i++) {
     const SchedItem *it = &s->items[i];
+    if (it->shard > 0) continue; /* one item per KERNEL, as in the expect files; shards share it */
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "op", op_names[it->ast->op]);
     if (names && names[i]) cJSON_AddStringToObject(o, "name", names[i]);
     else { char nm[32]; snprintf(nm, sizeof nm, "k%d", i); cJSON_AddStringToObject(o, "name", nm); }
     cJSON_AddItemToObject(o, "ast", json_int(ast_ids[i]));
     cJSON *bufs = cJSON_CreateArray();
-    for (int b = 0; b < it->nbufs; b++) cJSON_AddItemToArray(bufs, json_int(buf_index(&bt, it->bufs[b].buf, it->bufs[b].shard)));
+    for (int b = 0; b < it->nbufs; b++) cJSON_AddItemToArray(bufs, json_int(buf_index(&bt, it->bufs[b].buf, it->nshards > 1 ? -1 : it->bufs[b].shard)));
     cJSON_AddItemToObject(o, "bufs", bufs);
     cJSON *md = cJSON_CreateArray();
     for (int m = 0; m < it->meta.n; m++) {
@@ -102,12 +101,7 @@ char *schedule_write_json(Arena *a, const Schedule *s, const Graph *g, const cha
     cJSON_AddItemToObject(o, "index", json_int(i));
     if (!buf) cJSON_AddNullToObject(o, "buffer");
     else {
-      const Value *dev = buf_device(buf);
-      if (dev && dev->kind == V_TUPLE) {
-        cJSON *arr = cJSON_CreateArray();
-        for (int k = 0; k < dev->n; k++) cJSON_AddItemToArray(arr, json_int(buf_index(&bt, buf, k)));
-        cJSON_AddItemToObject(o, "buffer", arr);
-      } else cJSON_AddItemToObject(o, "buffer", json_int(buf_index(&bt, buf, -1)));
+      cJSON_AddItemToObject(o, "buffer", json_int(buf_index(&bt, buf, -1)));
     }
     SList sh = u_shape(src);
     cJSON *sa = cJSON_CreateArray();

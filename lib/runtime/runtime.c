@@ -126,6 +126,12 @@ RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard) {
   UOp *key = buf_key(buf, shard);
   RtBuf *b = map_get(&rt->bufs, key, uop_h(key), NULL);
   if (b) return b;
+  if (buf->op == OP_BUFFER_VIEW && buf->arg->kind == V_TUPLE && buf->arg->n == 2) {
+    /* a sub-buffer: its base's memory at offset * the base's itemsize (Buffer.view) */
+    UOp *base = u_buf_uop(buf->src[0]);
+    rt_alias(rt, buf, shard, base, shard, (size_t)buf->arg->items[1]->i * (size_t)dt_base(base->dtype)->itemsize);
+    return map_get(&rt->bufs, key, uop_h(key), NULL);
+  }
   if (buf->op != OP_BUFFER || buf->arg->kind != V_INT) tg_fail(TG_EINPUT, "runtime: a %s is not a buffer", op_names[buf->op]);
   b = arena_alloc(rt->a, sizeof *b);
   b->buf = buf; b->shard = shard;
@@ -145,7 +151,8 @@ void rt_alias(Runtime *rt, UOp *view, int vshard, UOp *base, int bshard, size_t 
   UOp *key = buf_key(view, vshard);
   RtBuf *b = arena_alloc(rt->a, sizeof *b);
   b->buf = view; b->shard = vshard;
-  b->nbytes = (size_t)view->arg->i * (size_t)dt_base(view->dtype)->itemsize;
+  int64_t n = view->arg->kind == V_TUPLE ? view->arg->items[0]->i : view->arg->i;
+  b->nbytes = (size_t)n * (size_t)dt_base(view->dtype)->itemsize;
   if (byte_offset + b->nbytes > bb->nbytes) tg_fail(TG_EINPUT, "BUFFER_VIEW of %zu bytes at %zu is outside its %zu-byte base", b->nbytes, byte_offset, bb->nbytes);
   b->data = bb->data + byte_offset;
   map_put(&rt->bufs, key, uop_h(key), b);
@@ -157,6 +164,7 @@ void rt_run_item(Runtime *rt, const SchedItem *si) {
   if (ast->op == OP_BUFFER_VIEW) {
     if (si->nbufs < 2) tg_fail(TG_EINPUT, "BUFFER_VIEW item needs 2 buffers");
     UOp *base = si->bufs[1].buf;
+    if (si->bufs[0].buf->op == OP_BUFFER_VIEW) { rt_buffer(rt, si->bufs[0].buf, si->bufs[0].shard); return; }
     rt_alias(rt, si->bufs[0].buf, si->bufs[0].shard, base, si->bufs[1].shard,
              (size_t)ast->arg->items[1]->i * (size_t)dt_base(base->dtype)->itemsize);
     return;
@@ -205,10 +213,12 @@ int rt_run_schedule(Runtime *rt, const Schedule *s) {
 /* ---------------------------------------------------------------- reading values */
 size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
   UOp *base = u_base(t);
+  /* a realized tensor is an ASSIGN into its buffer (becomes_map sends it to buf_uop) */
+  if (base->op == OP_ASSIGN) base = u_buf_uop(base);
   if (base->op != OP_BUFFER) tg_fail(TG_EINPUT, "runtime: can't read a %s (not a realized buffer)", op_names[base->op]);
   RtBuf *b = rt_buffer(rt, base, shard);
   size_t isz = (size_t)dt_base(base->dtype)->itemsize;
-  if (t == base) {
+  if (t == base || (u_base(t) == t && st_contiguous(u_st(t)))) {
     size_t n = b->nbytes < cap ? b->nbytes : cap;
     memcpy(out, b->data, n);
     return n;
