@@ -18,7 +18,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all debug test unit cli-test conformance bench fuzz clean
+.PHONY: all debug test unit cli-test conformance pytest bench fuzz clean
 all: $(BUILD)/tgc $(BUILD)/libtgc.a
 
 $(BUILD)/%.o: %.c
@@ -52,7 +52,10 @@ cli-test: $(BUILD)/tgc
 conformance: $(BUILD)/tgc $(BUILD)/conformance
 	BUILD=$(BUILD) TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE)
 
-test: unit cli-test conformance
+pytest: $(BUILD)/tgc
+	TGC=$(BUILD)/tgc TGC_ORACLE=$(ORACLE) python3 -m pytest -q tests/test_schemas.py tests/test_tools.py
+
+test: unit cli-test conformance pytest
 
 bench: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc sh tests/bench.sh $(ORACLE)
