@@ -8,6 +8,8 @@
 CC      ?= cc
 BUILD   ?= build
 ORACLE  ?= ../shared/oracle
+# the corpus scores 100% on every column: any regression fails `make test`
+CONFORMANCE_BARS ?= --count-bar 1 --ast-bar 1 --order-bar 1 --bufs-bar 1 --meta-bar 1
 OPT     ?= -O2
 WARN    := -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter -Wstrict-prototypes -Wmissing-prototypes
 CFLAGS  ?=
@@ -50,7 +52,7 @@ cli-test: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc ORACLE=$(ORACLE) sh tests/cli.sh
 
 conformance: $(BUILD)/tgc $(BUILD)/conformance
-	BUILD=$(BUILD) TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE)
+	BUILD=$(BUILD) TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE) $(CONFORMANCE_BARS)
 
 pytest: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc TGC_ORACLE=$(ORACLE) python3 -m pytest -q tests/test_schemas.py tests/test_tools.py

@@ -6,8 +6,11 @@
  * the item sequence. Each case runs in a forked child with a time limit, so a crash or a hang
  * in one case is reported as that case's failure and the run goes on.
  *
- *   conformance [-v] [--count-bar F] [--ast-bar F] [--order-bar F] [--timeout S] [--only SUBSTR]
- *               [--show NAME] DIR...
+ *   conformance [-v] [--count-bar F] [--ast-bar F] [--order-bar F] [--bufs-bar F] [--meta-bar F]
+ *               [--timeout S] [--only SUBSTR] [--show NAME] DIR...
+ * Two more columns check each KERNEL's buffers (DEFINE_GLOBAL order, size, dtype, device, input
+ * UNIQUE or first-appearance order of new buffers) and metadata against the expect file;
+ * the numeric column is left for `tgc run`. --show NAME prints the ASTs of matching cases.
  * Exits 1 when a rate over all folders is below its bar, 2 on bad usage. */
 #include "io/graph.h"
 #include "schedule/schedule.h"
@@ -222,7 +225,8 @@ static void print_tally(const char *name, const Tally *t) {
 static void usage(int status) {
   FILE *f = status ? stderr : stdout;
   if (status) { fprintf(f, "conformance: try 'conformance --help'\n"); exit(status); }
-  fprintf(f, "usage: conformance [-v] [--count-bar F] [--ast-bar F] [--order-bar F] [--timeout S] [--only SUBSTR] [--show NAME] DIR...\n"
+  fprintf(f, "usage: conformance [-v] [--count-bar F] [--ast-bar F] [--order-bar F] [--bufs-bar F] [--meta-bar F]\n"
+             "                   [--timeout S] [--only SUBSTR] [--show NAME] DIR...\n"
              "Scores create_schedule against the oracle's NAME.graph.json / NAME.expect.json pairs in each DIR.\n");
   exit(0);
 }
@@ -230,9 +234,9 @@ static void usage(int status) {
 int main(int argc, char **argv) {
   static const struct option longopts[] = {
     {"count-bar", required_argument, 0, 'c'}, {"ast-bar", required_argument, 0, 'a'}, {"order-bar", required_argument, 0, 'o'},
-    {"timeout", required_argument, 0, 't'}, {"only", required_argument, 0, 'O'}, {"show", required_argument, 0, 's'},
+    {"bufs-bar", required_argument, 0, 'b'}, {"meta-bar", required_argument, 0, 'm'}, {"timeout", required_argument, 0, 't'}, {"only", required_argument, 0, 'O'}, {"show", required_argument, 0, 's'},
     {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-  double count_bar = 0, ast_bar = 0, order_bar = 0;
+  double count_bar = 0, ast_bar = 0, order_bar = 0, bufs_bar = 0, meta_bar = 0;
   int timeout = 60, verbose = 0, ch;
   const char *only = NULL, *show = NULL;
   while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
@@ -240,6 +244,8 @@ int main(int argc, char **argv) {
     case 'c': count_bar = atof(optarg); break;
     case 'a': ast_bar = atof(optarg); break;
     case 'o': order_bar = atof(optarg); break;
+    case 'b': bufs_bar = atof(optarg); break;
+    case 'm': meta_bar = atof(optarg); break;
     case 't': timeout = atoi(optarg); break;
     case 'O': only = optarg; break;
     case 's': show = optarg; break;
@@ -293,5 +299,7 @@ int main(int argc, char **argv) {
   if (total.count / dn < count_bar) { printf("count rate %.4f below bar %.4f\n", total.count / dn, count_bar); bad = 1; }
   if (total.ast / dn < ast_bar) { printf("ast rate %.4f below bar %.4f\n", total.ast / dn, ast_bar); bad = 1; }
   if (total.order / dn < order_bar) { printf("order rate %.4f below bar %.4f\n", total.order / dn, order_bar); bad = 1; }
+  if (total.bufs / dn < bufs_bar) { printf("bufs rate %.4f below bar %.4f\n", total.bufs / dn, bufs_bar); bad = 1; }
+  if (total.meta / dn < meta_bar) { printf("meta rate %.4f below bar %.4f\n", total.meta / dn, meta_bar); bad = 1; }
   return bad;
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
-# conformance.sh ORACLE: the scheduler scoreboard over ORACLE/schedule and ORACLE/numeric.
-# Builds nothing: runs $BUILD/conformance (default build/conformance), passing on extra flags
-# (e.g. -v, --count-bar 1.0 --ast-bar 0.98 --order-bar 0.95). Exit status is the scoreboard's.
+# conformance.sh ORACLE [FLAGS...]: the scheduler scoreboard over ORACLE/schedule and ORACLE/numeric.
+# Builds nothing: runs $BUILD/conformance (default build/conformance). Without FLAGS every rate
+# must be 1.0 (the scheduler matches the whole corpus); FLAGS (e.g. -v, --count-bar 1.0
+# --ast-bar 0.98 --order-bar 0.95) replace those bars. Exit status is the scoreboard's.
 set -u
 ORACLE=${1:-../shared/oracle}
 [ $# -gt 0 ] && shift
@@ -9,5 +10,8 @@ BIN=${BUILD:-build}/conformance
 if [ ! -x "$BIN" ]; then
   echo "conformance.sh: $BIN not built (run make $BIN)" >&2
   exit 2
+fi
+if [ $# -eq 0 ]; then
+  set -- --count-bar 1.0 --ast-bar 1.0 --order-bar 1.0 --bufs-bar 1.0 --meta-bar 1.0
 fi
 exec "$BIN" "$@" "$ORACLE/schedule" "$ORACLE/numeric"

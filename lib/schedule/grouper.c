@@ -8,7 +8,6 @@
  * stack, with the same visiting order and early returns as the recursive original. */
 #include "passes.h"
 
-static void *umap_getp(const UMap *m, const UOp *k) { return map_get(m, k, uop_h(k), NULL); }
 
 /* ALWAYS_CONTIGUOUS: ops that are already a buffer (or are one once they run) */
 bool always_contiguous(Op op) {
@@ -164,6 +163,7 @@ static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
 
 static bool gate_not_realized(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
 
+/* group_realizes: the ordered set of tensor UOps that get their own buffer */
 UMap group_realizes(UOp *sink) {
   // start by adding uops that always realize
   UMap realizes = sched_do_realize(sink);

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void *umap_getp(const UMap *m, const UOp *k) { return map_get(m, k, uop_h(k), NULL); }
 
 /* ---- UOp method equivalents ---- */
 static UOp *mk_view(UOp *u, const ShapeTracker *st) { return uop1(OP_VIEW, u->dtype, u, v_st(st)); }
@@ -761,6 +760,7 @@ static void kernelize_init(void) {
 }
 
 /* ---- verification ---- */
+/* type_verify(uops, tensor_uop_spec): fails with TG_EINPUT on the first UOp the spec rejects */
 void type_verify_tensor(UList uops) {
   for (int i = 0; i < uops.n; i++) {
     UOp *u = uops.v[i];
@@ -842,8 +842,10 @@ static UMap kernelize_run(UOp *sink, const char *stop) {
   return tm;
 }
 
+/* get_kernelize_map: every node of sink's graph -> its KERNEL-graph replacement */
 UMap get_kernelize_map(UOp *sink) { return kernelize_run(sink, NULL); }
 
+/* sched_run_until: kernelize_map[sink] after the named pass (TG_EUSAGE for an unknown name) */
 UOp *sched_run_until(UOp *sink, const char *stage) {
   bool known = false;
   for (int i = 0; sched_stage_names[i]; i++) if (strcmp(sched_stage_names[i], stage) == 0) known = true;

@@ -10,7 +10,6 @@
 #include "passes.h"
 #include <string.h>
 
-static void *umap_getp(const UMap *m, const UOp *k) { return map_get(m, k, uop_h(k), NULL); }
 
 /* Device[d].group_id: None for every device in tinygrad 0.11.0 */
 static int device_group_id(const Value *device) { (void)device; return -1; }
@@ -106,6 +105,7 @@ static void add_item(PtrVec *items, UOp *k, UOp *ast, int nbufs, SchedBuf *bufs,
   vec_push(items, it);
 }
 
+/* create_schedule: kernelize sink, then create_schedule_with_vars' BFS order, one item per shard */
 Schedule *create_schedule(UOp *sink) {
   Schedule *S = arena_alloc(ga(), sizeof *S);
   S->kernelize_map = get_kernelize_map(sink);

@@ -179,6 +179,7 @@ UList uop_toposort_many(int nroots, UOp *const *roots, UGate gate, void *gctx); 
 typedef Map UMap;
 static inline void umap_init(UMap *m, Arena *a) { map_init(m, a); }
 static inline UOp *umap_get(const UMap *m, const UOp *k) { return map_get(m, k, uop_h(k), NULL); }
+static inline void *umap_getp(const UMap *m, const UOp *k) { return map_get(m, k, uop_h(k), NULL); } /* a map to non-UOp values */
 static inline bool umap_has(const UMap *m, const UOp *k) { return map_has(m, k, uop_h(k)); }
 static inline void umap_put(UMap *m, UOp *k, void *v) { map_put(m, k, uop_h(k), v); }
 static inline bool umap_del(UMap *m, const UOp *k) { return map_del(m, k, uop_h(k)); }
