@@ -38,6 +38,13 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libtgc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libtgc.a -o $@ -lcriterion $(LDLIBS) $(LDFLAGS)
 
+# test_driver parses the emitted C with libclang
+LLVM_CONFIG ?= llvm-config
+LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir 2>/dev/null || echo /usr/lib/llvm-14/lib)
+LLVM_INCDIR := $(shell $(LLVM_CONFIG) --includedir 2>/dev/null || echo /usr/lib/llvm-14/include)
+$(BUILD)/tests/test_driver: ALL_CFLAGS += -isystem $(LLVM_INCDIR)
+$(BUILD)/tests/test_driver: LDLIBS += -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lclang
+
 $(BUILD)/conformance: tests/conformance.c $(BUILD)/libtgc.a
 	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libtgc.a -o $@ $(LDLIBS) $(LDFLAGS)
 
@@ -59,14 +66,19 @@ pytest: $(BUILD)/tgc
 
 test: unit cli-test conformance pytest
 
-bench: $(BUILD)/tgc
-	TGC=$(BUILD)/tgc sh tests/bench.sh $(ORACLE)
+$(BUILD)/bench: tests/bench.c $(BUILD)/libtgc.a
+	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libtgc.a -o $@ $(LDLIBS) $(LDFLAGS)
+
+# BENCH_N runs per graph (median); NO_TINYGRAD=1 skips tinygrad's side
+BENCH_N ?= 20
+bench: $(BUILD)/tgc $(BUILD)/bench
+	N=$(BENCH_N) BUILD=$(BUILD) TGC=$(BUILD)/tgc BENCH=$(BUILD)/bench sh tests/bench.sh $(ORACLE)
 
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 fuzz:
 	@mkdir -p build-fuzz/corpus
-	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g -Ilib -fsanitize=fuzzer,address,undefined \
+	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g -Ilib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  tests/fuzz/fuzz_graph.c $(LIB_SRC) -o build-fuzz/fuzz_graph $(LDLIBS)
 	@[ -n "$$(ls build-fuzz/corpus)" ] || cp $(ORACLE)/schedule/*.graph.json build-fuzz/corpus/ 2>/dev/null || true
 	build-fuzz/fuzz_graph -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=4096 \

@@ -8,8 +8,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+/* buf's first len bytes in a (len + 1 bytes); when the arena fails, buf is freed before the error goes on */
+static char *arena_copy_or_free(Arena *a, char *buf, size_t len) {
+  TgTry t;
+  if (TG_TRY(t)) {
+    char *out = arena_alloc(a, len + 1);
+    tg_try_end(&t);
+    memcpy(out, buf, len);
+    return out;
+  }
+  free(buf);
+  TgErr e = tg_last_error;
+  tg_fail(e.code, "%s", e.msg);
+}
 char *read_file(Arena *a, const char *path, size_t *n) {
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
   if (!f) return NULL;
@@ -29,28 +43,47 @@ char *read_file(Arena *a, const char *path, size_t *n) {
   int err = ferror(f) ? (errno ? errno : EIO) : 0;
   if (f != stdin) fclose(f);
   if (err) { free(buf); errno = err; return NULL; }
-  char *out = arena_alloc(a, len + 1);
-  memcpy(out, buf, len);
+  char *out = arena_copy_or_free(a, buf, len);
   out[len] = 0;
   free(buf);
   if (n) *n = len;
   return out;
 }
 
-bool write_file_atomic(const char *path, const void *data, size_t n) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) { errno = ENAMETOOLONG; return false; }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return false;
-  const char *p = data;
-  size_t left = n;
+static bool write_all(int fd, const char *p, size_t left) {
   while (left) {
     ssize_t w = write(fd, p, left);
-    if (w < 0) { if (errno == EINTR) continue; int e = errno; close(fd); unlink(tmp); errno = e; return false; }
+    if (w < 0) { if (errno == EINTR) continue; return false; }
     p += w; left -= (size_t)w;
   }
-  if (fsync(fd) != 0 || close(fd) != 0) { int e = errno; unlink(tmp); errno = e; return false; }
-  if (rename(tmp, path) != 0) { int e = errno; unlink(tmp); errno = e; return false; }
+  return true;
+}
+/* Only a regular file (or a new name) is replaced by rename: a device, FIFO or socket
+ * (/dev/null, /dev/stdout, /dev/full) is written in place, else the rename would replace the
+ * device node itself. A symlink is followed, so the file it names is replaced, not the link. */
+bool write_file_atomic(const char *path, const void *data, size_t n) {
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    if (S_ISDIR(sb.st_mode)) { errno = EISDIR; return false; }
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    if (fd < 0) return false;
+    if (!write_all(fd, data, n)) { int e = errno; close(fd); errno = e; return false; }
+    return close(fd) == 0;
+  }
+  char *real = NULL;
+  if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) real = realpath(path, NULL); /* NULL (dangling): replace the link */
+  const char *target = real ? real : path;
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", target, (long)getpid()) >= (int)sizeof tmp) {
+    free(real); errno = ENAMETOOLONG; return false;
+  }
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_EXCL, 0644);
+  if (fd < 0) { int e = errno; free(real); errno = e; return false; }
+  bool ok = write_all(fd, data, n);
+  if (!ok) { int e = errno; close(fd); unlink(tmp); free(real); errno = e; return false; }
+  if (fsync(fd) != 0 || close(fd) != 0) { int e = errno; unlink(tmp); free(real); errno = e; return false; }
+  if (rename(tmp, target) != 0) { int e = errno; unlink(tmp); free(real); errno = e; return false; }
+  free(real);
   return true;
 }
 

@@ -8,6 +8,7 @@
  * first problem fails with TG_EINPUT and "FILE: row ID (OP): FIELD: what" (or "FILE: FIELD: what"
  * for top-level fields), FIELD being a path like src[1] or arg.st[0].shape[2]. */
 #include "graph.h"
+#include "../schedule/passes.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -20,7 +21,8 @@ typedef struct RCtx {
   const char *file, *basedir;
   UOp **rows; int nrows;          /* rows read so far (refs must point here) */
   int64_t row; const char *op;    /* current row (-1: top level) */
-  char path[512]; size_t plen;    /* current field path */
+  /* current field path, kept as its components and formatted only by rfail */
+  struct PComp { const char *fmt, *s; int i; } pc[512]; size_t plen; /* plen: components in use */
   Graph *g;
   const char *text; size_t tlen;  /* for JSON positions */
 } RCtx;
@@ -32,24 +34,42 @@ static _Noreturn void rfail(RCtx *R, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  const char *p = R->plen ? R->path : NULL;
+  char path[512];
+  size_t len = 0;
+  path[0] = 0;
+  for (size_t c = 0; c < R->plen && c < sizeof R->pc / sizeof R->pc[0]; c++) {
+    const struct PComp *pc = &R->pc[c];
+    int k = strstr(pc->fmt, "%d") ? snprintf(path + len, sizeof path - len, pc->fmt, pc->i)
+                                  : snprintf(path + len, sizeof path - len, pc->fmt, pc->s);
+    if (k > 0) len = len + (size_t)k < sizeof path ? len + (size_t)k : sizeof path - 1;
+  }
+  const char *p = len ? path : NULL;
   if (R->row >= 0 && R->op) tg_fail(TG_EINPUT, "%s: row %lld (%s): %s%s%s", R->file, (long long)R->row, R->op, p ? p : "", p ? ": " : "", what);
   if (R->row >= 0) tg_fail(TG_EINPUT, "%s: row %lld: %s%s%s", R->file, (long long)R->row, p ? p : "", p ? ": " : "", what);
   tg_fail(TG_EINPUT, "%s: %s%s%s", R->file, p ? p : "", p ? ": " : "", what);
 }
-/* field path: push returns the old length to restore */
+/* field path: push one component (a format with at most one %s or %d argument, kept unformatted
+ * until rfail); returns the old depth to restore. Components beyond the array only count. */
 static size_t ppush(RCtx *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static size_t ppush(RCtx *R, const char *fmt, ...) {
   size_t old = R->plen;
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(R->path + R->plen, sizeof R->path - R->plen, fmt, ap);
-  va_end(ap);
-  if (k > 0) R->plen = R->plen + (size_t)k < sizeof R->path ? R->plen + (size_t)k : sizeof R->path - 1;
+  if (old < sizeof R->pc / sizeof R->pc[0]) {
+    struct PComp *c = &R->pc[old];
+    c->fmt = fmt; c->s = NULL; c->i = 0;
+    const char *pct = strchr(fmt, '%');
+    if (pct) {
+      va_list ap;
+      va_start(ap, fmt);
+      if (pct[1] == 'd') c->i = va_arg(ap, int);
+      else c->s = va_arg(ap, const char *);
+      va_end(ap);
+    }
+  }
+  R->plen = old + 1;
   return old;
 }
-static void ppop(RCtx *R, size_t old) { R->plen = old; R->path[old] = 0; }
-static void pset(RCtx *R, const char *s) { R->plen = 0; R->path[0] = 0; if (s) ppush(R, "%s", s); }
+static void ppop(RCtx *R, size_t old) { R->plen = old; }
+static void pset(RCtx *R, const char *s) { R->plen = 0; if (s) ppush(R, "%s", s); }
 
 static const char *jkind(const cJSON *j) {
   if (!j) return "nothing";
@@ -72,7 +92,7 @@ static bool tok_next(Tok *t, const char **s, size_t *len) {
       t->p++;
     } else if (c == '-' || (c >= '0' && c <= '9')) {
       const char *b = t->p;
-      while (t->p < t->end && strchr("0123456789+-.eE", *t->p) && *t->p) t->p++;
+      while (t->p < t->end && ((*t->p >= '0' && *t->p <= '9') || *t->p == '+' || *t->p == '-' || *t->p == '.' || *t->p == 'e' || *t->p == 'E')) t->p++;
       *s = b;
       *len = (size_t)(t->p - b);
       return true;
@@ -428,6 +448,8 @@ static void read_rows(RCtx *R, const cJSON *uops, bool allow_data) {
   R->rows = arena_alloc(ga(), sizeof(UOp *) * (size_t)(n + 1));
   R->nrows = 0;
   int i = 0;
+  const char *last_dts = NULL;
+  const DType *last_dt = NULL;
   for (const cJSON *r = uops->child; r; r = r->next, i++) {
     R->row = i;
     R->op = NULL;
@@ -458,7 +480,8 @@ static void read_rows(RCtx *R, const cJSON *uops, bool allow_data) {
     pset(R, "dtype");
     if (!f[RF_DTYPE]) rfail(R, "missing");
     const char *dts = jstr(R, f[RF_DTYPE], "a dtype string");
-    const DType *dt = dt_parse(dts);
+    const DType *dt = last_dts && strcmp(dts, last_dts) == 0 ? last_dt : dt_parse(dts); /* rows mostly repeat a dtype */
+    last_dts = dts, last_dt = dt;
     if (!dt) rfail(R, "unknown dtype \"%s\"", dts);
     ArenaMark mk = arena_mark(&uctx->scratch);
     int ns = 0;
@@ -556,17 +579,46 @@ static cJSON *parse_doc(RCtx *R, const char *text, size_t n) {
   annotate_numbers(root, &t);
   return root;
 }
+/* The parsed document lives in a private bump heap (chunks freed whole when the document is done)
+ * instead of one malloc and free per JSON node: cJSON's allocation hooks point at it only while
+ * parse_doc runs (the hooks are process-global; they are back to malloc/free when it returns). */
+typedef struct JChunk { struct JChunk *prev; size_t off, cap; _Alignas(16) unsigned char data[]; } JChunk;
+static _Thread_local JChunk *jheap;
+static void *jheap_malloc(size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (!jheap || jheap->off + n > jheap->cap) {
+    size_t cap = n > (256u << 10) ? n : (256u << 10);
+    JChunk *c = malloc(sizeof *c + cap);
+    if (!c) return NULL;
+    c->prev = jheap; c->off = 0; c->cap = cap;
+    jheap = c;
+  }
+  void *p = jheap->data + jheap->off;
+  jheap->off += n;
+  return p;
+}
+static void jheap_free(void *p) { (void)p; }
+static void jheap_release(JChunk *keep) {
+  while (jheap) { JChunk *c = jheap->prev; free(jheap); jheap = c; }
+  jheap = keep;
+}
 /* runs fn(R, root, ud) with root freed on success and on failure */
 typedef void (*DocFn)(RCtx *R, const cJSON *root, void *ud);
 static void with_doc(RCtx *R, const char *text, size_t n, DocFn fn, void *ud) {
-  cJSON *root = parse_doc(R, text, n);
+  static cJSON_Hooks hooks = {jheap_malloc, jheap_free};
+  JChunk *outer = jheap; /* a document read while another is open keeps that one's heap */
+  jheap = NULL;
   TgTry t;
   if (TG_TRY(t)) {
+    cJSON_InitHooks(&hooks);
+    cJSON *root = parse_doc(R, text, n);
+    cJSON_InitHooks(NULL);
     fn(R, root, ud);
     tg_try_end(&t);
-    cJSON_Delete(root);
+    jheap_release(outer);
   } else {
-    cJSON_Delete(root);
+    cJSON_InitHooks(NULL);
+    jheap_release(outer);
     TgErr e = tg_last_error; /* tg_fail formats into tg_last_error: pass a copy */
     tg_fail(e.code, "%s", e.msg);
   }
@@ -607,6 +659,72 @@ static const struct { const char *name; size_t off; bool i64; } option_keys[] = 
   {"MAX_KERNEL_BUFFERS", offsetof(Options, max_kernel_buffers), true}, {"RING", offsetof(Options, ring), false},
 };
 
+/* ---- semantic checks, per row ----
+ * What tinygrad itself refuses for such a graph, named by row: the asserts its UOp constructors and
+ * UOp.st make (shape mismatches, bad movement args, Variable.bind's range), REDUCE_AXIS axes that
+ * UOp.st would index out of range (an IndexError in tinygrad), then Tensor.kernelize's
+ * type_verify(tensor_uop_spec) over the sink's toposort. Shapes are checked row by row in order,
+ * so every UOp.st call below is one step deep. */
+static void verify_bind(RCtx *R, UOp *u) {
+  if (u->nsrc != 2 || u->src[0]->op != OP_DEFINE_VAR || u->src[1]->op != OP_CONST) return;
+  const Value *va = u->src[0]->arg, *c = u->src[1]->arg;
+  if (va->kind != V_TUPLE || va->n != 3 || c->kind != V_INT || c->n) return;
+  const Value *lo = va->items[1], *hi = va->items[2];
+  if (lo->kind != V_INT || hi->kind != V_INT || lo->n || hi->n) return;
+  if (c->i < lo->i || c->i > hi->i)
+    rfail(R, "bind %lld not in range [%lld, %lld]", (long long)c->i, (long long)lo->i, (long long)hi->i);
+}
+static void verify_reduce_axes(RCtx *R, UOp *u) {
+  const Value *a = u->arg;
+  if (u->nsrc < 1 || a->kind != V_TUPLE || a->n < 2 || a->items[1]->kind != V_TUPLE) return;
+  const ShapeTracker *st = u_st(u->src[0]);
+  if (!st) return;
+  int nd = st_shape(st).n;
+  const Value *ax = a->items[1];
+  for (int k = 0; k < ax->n; k++) {
+    const Value *x = ax->items[k];
+    if (x->kind != V_INT || x->n || x->i < 0 || x->i >= nd)
+      rfail(R, "reduce axis %s is not an axis of a %d-dimensional shape", value_repr(ga(), x), nd);
+  }
+}
+/* UOp.st of the row, its failure prefixed with the row */
+static void verify_st(RCtx *R, UOp *u) {
+  TgTry t;
+  if (TG_TRY(t)) {
+    u_st(u);
+    tg_try_end(&t);
+  } else {
+    TgErr e = tg_last_error;
+    if (e.code != TG_EINPUT) tg_fail(e.code, "%s", e.msg);
+    rfail(R, "%s", e.msg);
+  }
+}
+static void verify_rows(RCtx *R, Graph *g) {
+  pset(R, NULL);
+  for (int i = 0; i < g->nrows; i++) {
+    UOp *u = g->rows[i];
+    R->row = i;
+    R->op = op_names[u->op];
+    if (u->op == OP_BIND) verify_bind(R, u);
+    if (u->op != OP_SINK) verify_st(R, u); /* a SINK's sources differ in shape; tinygrad never asks its st */
+    if (u->op == OP_REDUCE_AXIS) verify_reduce_axes(R, u);
+  }
+  UList topo = uop_toposort(g->sink, NULL, NULL);
+  UMap reach;
+  umap_init(&reach, ga());
+  for (int k = 0; k < topo.n; k++) umap_put(&reach, topo.v[k], topo.v[k]);
+  for (int i = 0; i < g->nrows; i++) {
+    UOp *u = g->rows[i];
+    if (!umap_has(&reach, u)) continue;
+    umap_del(&reach, u); /* a row that repeats an earlier one is the same UOp: check it once */
+    R->row = i;
+    R->op = op_names[u->op];
+    if (!spec_check_tensor(u)) rfail(R, "UOp verification failed: tinygrad's tensor_uop_spec does not accept this row");
+  }
+  R->row = -1;
+  R->op = NULL;
+}
+
 static void graph_doc(RCtx *R, const cJSON *root, void *ud) {
   Graph *g = ud;
   static const char *const keys[] = {"format", "version", "producer", "options", "uops", "sink"};
@@ -646,6 +764,7 @@ static void graph_doc(RCtx *R, const cJSON *root, void *ud) {
   if (sid < 0 || sid >= g->nrows) rfail(R, "no row %lld", (long long)sid);
   if (g->rows[sid]->op != OP_SINK) rfail(R, "row %lld is a %s, not a SINK", (long long)sid, op_names[g->rows[sid]->op]);
   g->sink = g->rows[sid];
+  verify_rows(R, g);
 }
 
 Graph *graph_read_mem(const char *name, const char *text, size_t n, const char *basedir) {

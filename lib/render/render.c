@@ -469,15 +469,18 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
   for (int i = 0; i < n; i++) scan_needs(ps[i], &nd);
   SB b;
   sb_init(&b, a);
+  /* every section is guarded, so preludes of several kernels can share one translation unit */
   sb_str(&b, "#include <math.h>\n");
-  if (be->emulated_16bit && nd.half) sb_str(&b, prelude_half);
-  if (be->emulated_16bit && nd.bf16) sb_str(&b, prelude_bf16);
-  if (nd.pow) sb_str(&b, prelude_pow);
-  if (nd.threefry) sb_str(&b, prelude_threefry);
+  if (be->emulated_16bit && nd.half) sb_printf(&b, "#ifndef TGC_HALF\n#define TGC_HALF\n%s#endif\n", prelude_half);
+  if (be->emulated_16bit && nd.bf16) sb_printf(&b, "#ifndef TGC_BF16\n#define TGC_BF16\n%s#endif\n", prelude_bf16);
+  if (nd.pow) sb_printf(&b, "#ifndef TGC_POW\n#define TGC_POW\n%s#endif\n", prelude_pow);
+  if (nd.threefry) sb_printf(&b, "#ifndef TGC_THREEFRY\n#define TGC_THREEFRY\n%s#endif\n", prelude_threefry);
   for (int i = 0; i < nd.nbc; i++) {
     const DType *f = dt_scalar(nd.bc[i][0]), *t = dt_scalar(nd.bc[i][1]);
-    sb_printf(&b, "static inline %s tg_bc_%s_%s(%s x) { union { %s a; %s b; } u; u.a = x; return u.b; }\n", be->type_name(t),
-              dt_short_name(nd.bc[i][0]), dt_short_name(nd.bc[i][1]), be->type_name(f), be->type_name(f), be->type_name(t));
+    const char *fs = dt_short_name(nd.bc[i][0]), *ts = dt_short_name(nd.bc[i][1]);
+    sb_printf(&b, "#ifndef TGC_BC_%s_%s\n#define TGC_BC_%s_%s\n", fs, ts, fs, ts);
+    sb_printf(&b, "static inline %s tg_bc_%s_%s(%s x) { union { %s a; %s b; } u; u.a = x; return u.b; }\n#endif\n", be->type_name(t),
+              fs, ts, be->type_name(f), be->type_name(f), be->type_name(t));
   }
   return b.s;
 }

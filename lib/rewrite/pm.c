@@ -19,6 +19,7 @@
 #include "pm.h"
 #include <math.h>
 #include <setjmp.h>
+#include <stddef.h>
 #include <string.h>
 
 /* ---- compiled patterns ---- */
@@ -202,7 +203,9 @@ static bool simple_ok(const CPat *p, UOp *u) {
 
 /* ---- bindings ---- */
 static UOp *m_find(const Match *m, const char *name) {
-  for (int i = 0; i < m->n; i++) if (m->names[i] == name || strcmp(m->names[i], name) == 0) return m->vals[i];
+  /* names are unique in a Match (bind): the same literal is almost always the same pointer */
+  for (int i = 0; i < m->n; i++) if (m->names[i] == name) return m->vals[i];
+  for (int i = 0; i < m->n; i++) if (strcmp(m->names[i], name) == 0) return m->vals[i];
   return NULL;
 }
 UOp *m_opt(const Match *m, const char *name) { return m_find(m, name); }
@@ -356,25 +359,26 @@ typedef struct REnt { UOp *n, *nn; int stage; } REnt;
 typedef struct RCtx {
   const PM *pm, *bpm; void *ctx;
   UMap pm_cache, bpm_cache, replace;
-  REnt *q; size_t cap, head, cnt; /* ring buffer deque */
+  REnt *q; size_t cap, head, cnt; /* ring buffer deque; cap is a power of two */
   UOp **tmp; int tmpcap;
+  REnt q0[64];                    /* the deque's first buffer: most rewrites are small */
 } RCtx;
 static char cache_none; /* cached "no rewrite" */
 
 static void rq_grow(RCtx *r) {
-  size_t nc = r->cap ? r->cap * 2 : 1024;
-  REnt *nq = arena_alloc(&uctx->scratch, sizeof(REnt) * nc);
-  for (size_t i = 0; i < r->cnt; i++) nq[i] = r->q[(r->head + i) % r->cap];
+  size_t nc = r->cap * 2;
+  REnt *nq = arena_alloc_raw(&uctx->scratch, sizeof(REnt) * nc);
+  for (size_t i = 0; i < r->cnt; i++) nq[i] = r->q[(r->head + i) & (r->cap - 1)];
   r->q = nq; r->cap = nc; r->head = 0;
 }
 static void rq_push(RCtx *r, UOp *n, int stage, UOp *nn) {
   if (r->cnt == r->cap) rq_grow(r);
-  r->q[(r->head + r->cnt) % r->cap] = (REnt){n, nn, stage};
+  r->q[(r->head + r->cnt) & (r->cap - 1)] = (REnt){n, nn, stage};
   r->cnt++;
 }
 static void rq_push_front(RCtx *r, UOp *n, int stage, UOp *nn) {
   if (r->cnt == r->cap) rq_grow(r);
-  r->head = (r->head + r->cap - 1) % r->cap;
+  r->head = (r->head + r->cap - 1) & (r->cap - 1);
   r->q[r->head] = (REnt){n, nn, stage};
   r->cnt++;
 }
@@ -407,8 +411,9 @@ static bool guarded_rewrite(UMap *cache, const PM *pm, UOp *x, void *ctx, UOp **
 }
 
 static void rctx_init(RCtx *r, const PM *pm, const PM *bpm, void *ctx) {
-  memset(r, 0, sizeof *r);
+  memset(r, 0, offsetof(RCtx, q0));
   r->pm = pm; r->bpm = bpm; r->ctx = ctx;
+  r->q = r->q0; r->cap = sizeof r->q0 / sizeof r->q0[0];
   umap_init(&r->pm_cache, &uctx->scratch);
   umap_init(&r->bpm_cache, &uctx->scratch);
   umap_init(&r->replace, &uctx->scratch);
@@ -419,7 +424,7 @@ static UOp *unified_rewrite(RCtx *r, UOp *root) {
   rq_push(r, root, 0, root);
   while (r->cnt) {
     if (r->cnt >= 200000) tg_fail(TG_EINPUT, "infinite loop in graph_rewrite (stack too big)");
-    REnt e = r->q[(r->head + r->cnt - 1) % r->cap];
+    REnt e = r->q[(r->head + r->cnt - 1) & (r->cap - 1)];
     r->cnt--;
     UOp *n = e.n, *nn = e.nn;
     if (umap_has(&r->replace, n)) continue;

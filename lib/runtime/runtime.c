@@ -123,6 +123,10 @@ static const BufData *data_of(const Graph *g, UOp *buf) {
 }
 
 RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard) {
+  if (shard < 0 && buf->op == OP_BUFFER) {  /* a replicated multi-device buffer reads as shard 0 */
+    const Value *d = u_device(buf);
+    if (d && d->kind == V_TUPLE) shard = 0;
+  }
   UOp *key = buf_key(buf, shard);
   RtBuf *b = map_get(&rt->bufs, key, uop_h(key), NULL);
   if (b) return b;
@@ -211,7 +215,33 @@ int rt_run_schedule(Runtime *rt, const Schedule *s) {
 }
 
 /* ---------------------------------------------------------------- reading values */
+/* MULTI(x, axis): the shards of x laid side by side along axis (all equal when axis is None) */
+static size_t read_multi(Runtime *rt, UOp *t, void *out, size_t cap) {
+  UOp *x = t->src[0];
+  UOp *bb = u_base(x);
+  if (bb->op == OP_ASSIGN) bb = u_buf_uop(bb);
+  const Value *dev = u_device(bb);
+  int ns = dev && dev->kind == V_TUPLE ? dev->n : 1;
+  if (t->arg->kind != V_INT || ns == 1) return rt_read(rt, x, ns == 1 ? -1 : 0, out, cap);
+  SList sh = u_shape(x);
+  int axis = (int)t->arg->i;
+  size_t isz = (size_t)x->dtype->itemsize, outer = 1, inner = isz;
+  for (int k = 0; k < sh.n; k++) {
+    if (!si_is_int(sh.v[k])) tg_fail(TG_EINPUT, "runtime: can't read a symbolic shape");
+    if (k < axis) outer *= (size_t)sh.v[k].c; else inner *= (size_t)sh.v[k].c;
+  }
+  size_t per = outer * inner, total = per * (size_t)ns;
+  if (total > cap) tg_fail(TG_EINPUT, "runtime: output of %zu bytes does not fit %zu", total, cap);
+  unsigned char *tmp = arena_alloc(rt->a, per ? per : 1), *o = out;
+  for (int sd = 0; sd < ns; sd++) {
+    rt_read(rt, x, sd, tmp, per);
+    for (size_t i = 0; i < outer; i++) memcpy(o + (i * (size_t)ns + (size_t)sd) * inner, tmp + i * inner, inner);
+  }
+  return total;
+}
+
 size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
+  if (t->op == OP_MULTI) return read_multi(rt, t, out, cap);
   UOp *base = u_base(t);
   /* a realized tensor is an ASSIGN into its buffer (becomes_map sends it to buf_uop) */
   if (base->op == OP_ASSIGN) base = u_buf_uop(base);

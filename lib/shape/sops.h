@@ -10,25 +10,35 @@
 #include "shape.h"
 
 static inline Sint S_u(UOp *u) { return (Sint){0, u}; }
+/* Python ints do not overflow; a shape computation beyond 64 bits is bad input here, never UB */
+static inline int64_t s_ovf(bool ovf, int64_t r) {
+  if (ovf) tg_fail(TG_EINPUT, "a shape computation overflows 64 bits (a size above 2**63)");
+  return r;
+}
+static inline int64_t s_iadd(int64_t a, int64_t b) { int64_t r; bool o = __builtin_add_overflow(a, b, &r); return s_ovf(o, r); }
+static inline int64_t s_isub(int64_t a, int64_t b) { int64_t r; bool o = __builtin_sub_overflow(a, b, &r); return s_ovf(o, r); }
+static inline int64_t s_imul(int64_t a, int64_t b) { int64_t r; bool o = __builtin_mul_overflow(a, b, &r); return s_ovf(o, r); }
 static inline int64_t py_floordiv(int64_t a, int64_t b) {
   if (b == 0) tg_fail(TG_EINPUT, "integer division by zero in a shape computation");
+  if (b == -1) return s_isub(0, a);
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) q--;
   return q;
 }
 static inline int64_t py_mod(int64_t a, int64_t b) {
   if (b == 0) tg_fail(TG_EINPUT, "integer modulo by zero in a shape computation");
+  if (b == -1) return 0;
   int64_t r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;
 }
 #define BOTH_INT(a, b) (!(a).u && !(b).u)
-static inline Sint S_add(Sint a, Sint b) { return BOTH_INT(a, b) ? si(a.c + b.c) : si_add(a, b); }
-static inline Sint S_sub(Sint a, Sint b) { return BOTH_INT(a, b) ? si(a.c - b.c) : si_sub(a, b); }
-static inline Sint S_mul(Sint a, Sint b) { return BOTH_INT(a, b) ? si(a.c * b.c) : si_mul(a, b); }
+static inline Sint S_add(Sint a, Sint b) { return BOTH_INT(a, b) ? si(s_iadd(a.c, b.c)) : si_add(a, b); }
+static inline Sint S_sub(Sint a, Sint b) { return BOTH_INT(a, b) ? si(s_isub(a.c, b.c)) : si_sub(a, b); }
+static inline Sint S_mul(Sint a, Sint b) { return BOTH_INT(a, b) ? si(s_imul(a.c, b.c)) : si_mul(a, b); }
 static inline Sint S_fdiv(Sint a, Sint b) { return BOTH_INT(a, b) ? si(py_floordiv(a.c, b.c)) : si_floordiv(a, b); }
 static inline Sint S_mod(Sint a, Sint b) { return BOTH_INT(a, b) ? si(py_mod(a.c, b.c)) : si_mod(a, b); }
-static inline Sint S_neg(Sint a) { return !a.u ? si(-a.c) : si_neg(a); }
+static inline Sint S_neg(Sint a) { return !a.u ? si(s_isub(0, a.c)) : si_neg(a); }
 static inline Sint S_smax(Sint a, Sint b) { return BOTH_INT(a, b) ? si(a.c > b.c ? a.c : b.c) : si_smax(a, b); }
 static inline Sint S_smin(Sint a, Sint b) { return BOTH_INT(a, b) ? si(a.c < b.c ? a.c : b.c) : si_smin(a, b); }
 static inline Sint S_ssimplify(Sint a) { return a.u ? u_ssimplify(a.u) : a; }

@@ -164,7 +164,7 @@ static SList vstrides(const View *v) { return sl(v->ndim, v->strides); }
 
 Sint view_size(const View *v) {
   int64_t r = 1;
-  for (int i = 0; i < v->ndim; i++) r *= v->shape[i].u ? u_vmax_i(v->shape[i].u) : v->shape[i].c;
+  for (int i = 0; i < v->ndim; i++) r = s_imul(r, v->shape[i].u ? u_vmax_i(v->shape[i].u) : v->shape[i].c);
   return si(r);
 }
 
@@ -372,7 +372,40 @@ const View *view_reshape(const View *v, SList new_shape) {
 /* ---- View.__add__: vm2 + vm1 (vm1 applied on top of vm2), NULL when it can't be one view ---- */
 static Sint ceildiv(Sint num, Sint amt) { return S_neg(S_fdiv(num, S_neg(amt))); }
 
+/* View.__add__ is functools.cache'd in tinygrad: here a per-context open-addressing table keyed by
+ * the two interned views' ids (uctx->memo[0]); a NULL result is cached too */
+typedef struct VAEnt { const View *a, *b, *r; bool full; } VAEnt;
+typedef struct VAMemo { VAEnt *t; size_t cap, n; } VAMemo;
+static const View va_none_marker;
+static size_t va_hash(const View *a, const View *b) { return (size_t)hash_mix(hash_mix(0x51ed27, a->id), b->id); }
+static VAEnt *va_slot(VAMemo *m, const View *a, const View *b) {
+  size_t p = va_hash(a, b) & (m->cap - 1);
+  while (m->t[p].full && (m->t[p].a != a || m->t[p].b != b)) p = (p + 1) & (m->cap - 1);
+  return &m->t[p];
+}
+static const View *view_add_uncached(const View *vm2, const View *vm1);
 const View *view_add(const View *vm2, const View *vm1) {
+  VAMemo *m = uctx->memo[0];
+  if (!m) {
+    m = uctx->memo[0] = arena_alloc(ga(), sizeof *m);
+    m->cap = 256;
+    m->t = arena_alloc(ga(), sizeof(VAEnt) * m->cap);
+  }
+  VAEnt *e = va_slot(m, vm2, vm1);
+  if (e->full) return e->r == &va_none_marker ? NULL : e->r;
+  const View *r = view_add_uncached(vm2, vm1);
+  m = uctx->memo[0];
+  if ((m->n + 1) * 2 > m->cap) {
+    VAMemo g = {arena_alloc(ga(), sizeof(VAEnt) * m->cap * 2), m->cap * 2, m->n};
+    for (size_t i = 0; i < m->cap; i++) if (m->t[i].full) *va_slot(&g, m->t[i].a, m->t[i].b) = m->t[i];
+    *m = g;
+  }
+  e = va_slot(m, vm2, vm1);
+  if (!e->full) m->n++;
+  *e = (VAEnt){vm2, vm1, r ? r : &va_none_marker, true};
+  return r;
+}
+static const View *view_add_uncached(const View *vm2, const View *vm1) {
   if (vm2->contiguous || S_EQI(view_size(vm1), 0)) return vm1;
   if (vm1->contiguous && sl_eq(vshape(vm1), vshape(vm2))) return vm2;
   if (vm1->contiguous && view_size(vm1).c == view_size(vm2).c) {

@@ -155,7 +155,16 @@ int64_t u_vmin_i(UOp *u) { return n_i64(u_lo(u)); }
 int64_t u_vmax_i(UOp *u) { return n_i64(u_hi(u)); }
 
 /* ---- simplify / resolve ---- */
-UOp *u_simplify(UOp *u) { symbolic_init(); return graph_rewrite(u, pm_symbolic, NULL, false, NULL); }
+/* UOp.simplify is a pure function of the (interned) node, so its result is kept in u->cache[1]:
+ * a repeated call creates no node the first one did not, and returns the same node */
+#define SIMPLIFY_SLOT 1
+UOp *u_simplify(UOp *u) {
+  if (u->cache[SIMPLIFY_SLOT]) return u->cache[SIMPLIFY_SLOT];
+  symbolic_init();
+  UOp *r = graph_rewrite(u, pm_symbolic, NULL, false, NULL);
+  u->cache[SIMPLIFY_SLOT] = r;
+  return r;
+}
 Sint u_ssimplify(UOp *u) { return si_from(u_simplify(u)); }
 bool resolve(UOp *x, bool dflt) {
   if (x->dtype != dt_bool) tg_fail(TG_EINTERNAL, "UOp in resolve must be bool");

@@ -6,8 +6,41 @@
 #include <string.h>
 
 /* ---- truncate ---- */
-static double f16_round(double x) { _Float16 h = (_Float16)x; return (double)h; }
-static double half_bits_to_double(uint16_t b) { _Float16 h; memcpy(&h, &b, 2); return (double)h; }
+/* IEEE binary16 <-> double, round to nearest even in one step from the double. gcc and clang >= 15
+ * have _Float16 on x86-64; clang 14 (the fuzz build) does not, so there is a bit-level fallback. */
+#ifdef __FLT16_MAX__
+uint16_t sym_f16_bits(double x) { _Float16 h = (_Float16)x; uint16_t b; memcpy(&b, &h, 2); return b; }
+double sym_f16_value(uint16_t b) { _Float16 h; memcpy(&h, &b, 2); return (double)h; }
+#else
+uint16_t sym_f16_bits(double x) {
+  uint64_t u; memcpy(&u, &x, 8);
+  uint16_t sign = (uint16_t)((u >> 48) & 0x8000);
+  int exp = (int)((u >> 52) & 0x7ff);
+  uint64_t mant = u & ((1ull << 52) - 1);
+  if (exp == 0x7ff) return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 | (mant >> 42) : 0));
+  if (exp == 0) return sign;                       /* double subnormals round to +-0 */
+  int e = exp - 1023;
+  if (e > 15) return sign | 0x7c00;
+  uint64_t m = mant | (1ull << 52);
+  int shift = e >= -14 ? 42 : 42 + (-14 - e);      /* bits dropped from the 53-bit significand */
+  if (shift >= 64) return sign;
+  uint64_t r = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+  if (rem > half || (rem == half && (r & 1))) r++;
+  uint64_t out = e >= -14 ? ((uint64_t)(e + 15) << 10) + r - 1024 : r;  /* a carry moves up one binade */
+  return (uint16_t)(sign | (out >= 0x7c00 ? 0x7c00 : out));
+}
+double sym_f16_value(uint16_t b) {
+  int exp = (b >> 10) & 0x1f, m = b & 0x3ff;
+  double v;
+  if (exp == 31) {
+    if (!m) v = INFINITY;
+    else { uint64_t u = (0x7ffull << 52) | ((uint64_t)m << 42); memcpy(&v, &u, 8); }
+  } else v = exp == 0 ? ldexp(m, -24) : ldexp(m | 0x400, exp - 25);
+  return (b & 0x8000) ? -v : v;
+}
+#endif
+static double f16_round(double x) { return sym_f16_value(sym_f16_bits(x)); }
+static double half_bits_to_double(uint16_t b) { return sym_f16_value(b); }
 static double bf16_round(double x) {
   float maxbf; uint32_t mb = 0x7f7f0000u; memcpy(&maxbf, &mb, 4);
   if (fabs(x) > (double)maxbf) return copysign(INFINITY, x);

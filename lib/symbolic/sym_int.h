@@ -14,6 +14,9 @@ typedef struct MinMax { Num lo, hi; } MinMax;
 #define I128_MAX ((i128)(((unsigned __int128)1 << 127) - 1))
 #define I128_MIN (-I128_MAX - 1)
 
+uint16_t sym_f16_bits(double x);   /* double -> IEEE half bits, round to nearest even (exec.c) */
+double sym_f16_value(uint16_t b);  /* IEEE half bits -> double */
+
 static inline Num n_int(i128 i) { return (Num){NK_INT, i, 0}; }
 static inline Num n_bool(bool b) { return (Num){NK_BOOL, b, 0}; }
 static inline Num n_float(double f) { return (Num){NK_FLOAT, 0, f}; }

@@ -78,7 +78,7 @@ static const Value *bitcast_one(const Value *v, char from, char to) {
   case 'h': case 'H': { int64_t i = n_i64(x); memcpy(b, &i, 2); break; }
   case 'i': case 'I': { int64_t i = n_i64(x); memcpy(b, &i, 4); break; }
   case 'q': case 'Q': { uint64_t u = x.k == NK_FLOAT ? (uint64_t)n_i64(x) : (uint64_t)x.i; memcpy(b, &u, 8); break; }
-  case 'e': { _Float16 h = (_Float16)n_f(x); memcpy(b, &h, 2); break; }
+  case 'e': { uint16_t h = sym_f16_bits(n_f(x)); memcpy(b, &h, 2); break; }
   case 'f': { float f = (float)n_f(x); memcpy(b, &f, 4); break; }
   case 'd': { double d = n_f(x); memcpy(b, &d, 8); break; }
   }
@@ -92,7 +92,7 @@ static const Value *bitcast_one(const Value *v, char from, char to) {
   case 'I': { uint32_t i; memcpy(&i, b, 4); return v_int(i); }
   case 'q': { int64_t i; memcpy(&i, b, 8); return v_int(i); }
   case 'Q': { uint64_t u; memcpy(&u, b, 8); return v_uint64(u); }
-  case 'e': { _Float16 h; memcpy(&h, b, 2); return v_float((double)h); }
+  case 'e': { uint16_t h; memcpy(&h, b, 2); return v_float(sym_f16_value(h)); }
   case 'f': { float f; memcpy(&f, b, 4); return v_float(f); }
   default: { double d; memcpy(&d, b, 8); return v_float(d); }
   }

@@ -17,7 +17,24 @@ const unsigned op_groups[OP_COUNT] = {
 #include "ops.def"
 #undef OP
 };
+/* a 256-slot table by (first char, length, last char), filled once; collisions fall back to the scan */
 Op op_from_name(const char *s) {
+  static _Atomic uint8_t tab[256]; /* 0: unfilled or none, 255: collision, else the op */
+  static _Atomic bool filled;
+  size_t n = strlen(s);
+  if (!n) return OP_INVALID;
+#define OPN_KEY(p, len) ((unsigned)((unsigned char)(p)[0] * 7u + (unsigned)(len) * 31u + (unsigned char)(p)[(len) - 1]) & 255u)
+  if (!filled) {
+    for (int i = 1; i < OP_COUNT; i++) {
+      unsigned k = OPN_KEY(op_names[i], strlen(op_names[i]));
+      tab[k] = tab[k] ? 255 : (uint8_t)i;
+    }
+    filled = true;
+  }
+  unsigned k = OPN_KEY(s, n);
+#undef OPN_KEY
+  uint8_t t = tab[k];
+  if (t != 255) return t && strcmp(op_names[t], s) == 0 ? (Op)t : OP_INVALID;
   for (int i = 1; i < OP_COUNT; i++) if (strcmp(op_names[i], s) == 0) return (Op)i;
   return OP_INVALID;
 }

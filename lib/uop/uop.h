@@ -155,7 +155,7 @@ struct UOp {
   /* lazily computed caches, owned by the stages that fill them */
   const ShapeTracker *st_cache; uint8_t st_state; /* 0 unknown, 1 computed */
   const Value *dev_cache; uint8_t dev_state, axis_state; int32_t axis_cache; /* lib/shape: UOp._device, UOp.axis */
-  void *cache[4];              /* cache[0]: lib/symbolic (_min_max) */
+  void *cache[4];              /* cache[0]: lib/symbolic (_min_max), cache[1]: lib/symbolic (simplify) */
 };
 UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
 UOp *uop0(Op op, const DType *dt, const Value *arg);          /* no src */
@@ -198,6 +198,7 @@ typedef struct UCtx {
   uint32_t next_id;
   int64_t next_unique;         /* UNIQUE counter for buffers the scheduler creates */
   Options opt;
+  void *memo[4];               /* per-context caches of pure functions, owned by stages: memo[0] lib/shape (View.__add__) */
 } UCtx;
 extern _Thread_local UCtx *uctx;                /* the current context */
 UCtx *uop_ctx_new(void);                        /* creates and makes current */

@@ -33,25 +33,34 @@ void util_fault_init(void) {
   fault_countdown = s ? atol(s) : -1;
 }
 
-void *arena_alloc(Arena *a, size_t n) {
-  n = (n + 15) & ~(size_t)15;
-  ArenaChunk *c = a->head;
-  if (!c || c->off + n > c->cap) {
+/* a fresh chunk for at least n bytes: the spare one when it fits, else malloc */
+static ArenaChunk *arena_grow(Arena *a, size_t n) {
+  ArenaChunk *c = a->spare;
+  if (c && c->cap >= n) {
+    a->spare = NULL;
+  } else {
     size_t cap = n > (1u << 20) ? n : (1u << 20);
     if (fault_countdown >= 0 && fault_countdown-- == 0) tg_fail(TG_EINTERNAL, "out of memory (injected)");
     c = malloc(sizeof *c + cap);
     if (!c) tg_fail(TG_EINTERNAL, "out of memory allocating %zu bytes", cap);
-    c->prev = a->head; c->cap = cap; c->off = 0;
-    a->head = c;
+    c->cap = cap;
   }
+  c->prev = a->head; c->off = 0;
+  a->head = c;
+  return c;
+}
+void *arena_alloc_raw(Arena *a, size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  ArenaChunk *c = a->head;
+  if (__builtin_expect(!c || c->off + n > c->cap, 0)) c = arena_grow(a, n);
   void *p = c->data + c->off;
   c->off += n;
   a->used_total += n;
   if (a->used_total > a->peak) a->peak = a->used_total;
-  memset(p, 0, n);
   return p;
 }
-void *arena_dup(Arena *a, const void *p, size_t n) { void *q = arena_alloc(a, n ? n : 1); if (n) memcpy(q, p, n); return q; }
+void *arena_alloc(Arena *a, size_t n) { return memset(arena_alloc_raw(a, n), 0, n); }
+void *arena_dup(Arena *a, const void *p, size_t n) { void *q = arena_alloc_raw(a, n ? n : 1); if (n) memcpy(q, p, n); return q; }
 char *arena_strdup(Arena *a, const char *s) { return arena_dup(a, s, strlen(s) + 1); }
 char *arena_printf(Arena *a, const char *fmt, ...) {
   va_list ap, ap2;
@@ -59,7 +68,7 @@ char *arena_printf(Arena *a, const char *fmt, ...) {
   char one[1];
   int n = vsnprintf(one, 1, fmt, ap);
   va_end(ap);
-  char *s = arena_alloc(a, (size_t)n + 1);
+  char *s = arena_alloc_raw(a, (size_t)n + 1);
   vsnprintf(s, (size_t)n + 1, fmt, ap2);
   va_end(ap2);
   return s;
@@ -74,13 +83,16 @@ void arena_pop(Arena *a, ArenaMark m) {
     }
     ArenaChunk *p = a->head->prev;
     a->used_total -= a->head->off;
-    free(a->head);
+    if (!a->spare || a->spare->cap < a->head->cap) { free(a->spare); a->spare = a->head; }
+    else free(a->head);
     a->head = p;
   }
   if (a->head) { a->used_total -= a->head->off - m.off; a->head->off = m.off; }
 }
 void arena_free(Arena *a) {
   while (a->head) { ArenaChunk *p = a->head->prev; free(a->head); a->head = p; }
+  free(a->spare);
+  a->spare = NULL;
   a->used_total = 0;
 }
 
@@ -89,7 +101,7 @@ void vec_init(PtrVec *v, Arena *a) { v->v = NULL; v->n = v->cap = 0; v->a = a; }
 void vec_push(PtrVec *v, void *p) {
   if (v->n == v->cap) {
     int nc = v->cap ? v->cap * 2 : 8;
-    void **nv = arena_alloc(v->a, sizeof(void *) * (size_t)nc);
+    void **nv = arena_alloc_raw(v->a, sizeof(void *) * (size_t)nc);
     if (v->n) memcpy(nv, v->v, sizeof(void *) * (size_t)v->n);
     v->v = nv; v->cap = nc;
   }
@@ -97,11 +109,7 @@ void vec_push(PtrVec *v, void *p) {
 }
 
 /* ---- hashing ---- */
-uint64_t hash_mix(uint64_t h, uint64_t x) {
-  x *= 0x9E3779B97F4A7C15ull; x ^= x >> 32;
-  h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  return h;
-}
+/* hash_mix is inline in util.h */
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed) {
   const unsigned char *b = p;
   uint64_t h = 1469598103934665603ull ^ seed;
@@ -117,7 +125,7 @@ static void map_reindex(Map *m, int icap) {
   int j = 0;
   for (int i = 0; i < m->n; i++) if (m->ents[i].key) m->ents[j++] = m->ents[i];
   m->n = j;
-  m->idx = arena_alloc(m->a, sizeof(int32_t) * (size_t)icap);
+  m->idx = arena_alloc_raw(m->a, sizeof(int32_t) * (size_t)icap);
   memset(m->idx, 0xff, sizeof(int32_t) * (size_t)icap);
   m->icap = icap;
   for (int i = 0; i < m->n; i++) {
@@ -127,7 +135,7 @@ static void map_reindex(Map *m, int icap) {
   }
 }
 
-static int map_find(const Map *m, const void *key, uint64_t h, size_t *pos) {
+static inline int map_find(const Map *m, const void *key, uint64_t h, size_t *pos) {
   if (!m->icap) return -1;
   size_t p = h & (size_t)(m->icap - 1);
   for (;;) {
@@ -139,11 +147,19 @@ static int map_find(const Map *m, const void *key, uint64_t h, size_t *pos) {
 }
 
 void **map_slot(Map *m, void *key, uint64_t h, bool *isnew) {
-  int i = map_find(m, key, h, NULL);
+  size_t p = 0;
+  int i = map_find(m, key, h, &p);
   if (i >= 0) { if (isnew) *isnew = false; return &m->ents[i].val; }
+  if (__builtin_expect(m->n + 1 < m->cap && (m->n + 1) * 2 <= m->icap, 1)) { /* p is the free slot */
+    m->ents[m->n] = (MapEnt){key, NULL, h};
+    m->idx[p] = m->n++;
+    m->live++;
+    if (isnew) *isnew = true;
+    return &m->ents[m->n - 1].val;
+  }
   if (m->n + 1 >= m->cap) {
     int nc = m->cap ? m->cap * 2 : 8;
-    MapEnt *ne = arena_alloc(m->a, sizeof(MapEnt) * (size_t)nc);
+    MapEnt *ne = arena_alloc_raw(m->a, sizeof(MapEnt) * (size_t)nc);
     if (m->n) memcpy(ne, m->ents, sizeof(MapEnt) * (size_t)m->n);
     m->ents = ne; m->cap = nc;
   }
@@ -152,7 +168,6 @@ void **map_slot(Map *m, void *key, uint64_t h, bool *isnew) {
     while (ic < (m->live + 1) * 4) ic *= 2;
     map_reindex(m, ic);
   }
-  size_t p;
   map_find(m, key, h, &p);
   m->ents[m->n] = (MapEnt){key, NULL, h};
   m->idx[p] = m->n++;

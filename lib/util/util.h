@@ -13,9 +13,10 @@
 
 /* ---- arena ---- */
 typedef struct ArenaChunk ArenaChunk;
-typedef struct Arena { ArenaChunk *head; size_t used_total; size_t peak; } Arena;
+typedef struct Arena { ArenaChunk *head; size_t used_total; size_t peak; ArenaChunk *spare; /* one freed chunk kept for reuse */ } Arena;
 typedef struct ArenaMark { ArenaChunk *chunk; size_t off; } ArenaMark;
 void *arena_alloc(Arena *a, size_t n);          /* zeroed, 16-byte aligned; fails via tg_fail on OOM */
+void *arena_alloc_raw(Arena *a, size_t n);      /* like arena_alloc, but the bytes are not zeroed */
 void *arena_dup(Arena *a, const void *p, size_t n);
 char *arena_strdup(Arena *a, const char *s);
 char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -40,7 +41,7 @@ void *map_get(const Map *m, const void *key, uint64_t h, bool *found);
 bool map_has(const Map *m, const void *key, uint64_t h);
 void map_put(Map *m, void *key, uint64_t h, void *val);
 bool map_del(Map *m, const void *key, uint64_t h);
-#define MAP_EACH(m, e) for (MapEnt *e = (m)->ents; e < (m)->ents + (m)->n; e++) if (e->key)
+#define MAP_EACH(m, e) for (MapEnt *e = (m)->ents; e && e < (m)->ents + (m)->n; e++) if (e->key)  /* e && : an empty map has no ents */
 
 /* ---- intern set: open addressing over pointers with caller-given hash and equality ---- */
 typedef struct ISet { void **slots; uint64_t *hashes; size_t cap, n; } ISet;
@@ -49,7 +50,11 @@ void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe); /* NULL when ab
 void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backed; iset_free */
 void iset_free(ISet *s);
 
-uint64_t hash_mix(uint64_t h, uint64_t x);
+static inline uint64_t hash_mix(uint64_t h, uint64_t x) {
+  x *= 0x9E3779B97F4A7C15ull; x ^= x >> 32;
+  h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h;
+}
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
 
 /* ---- errors ---- */

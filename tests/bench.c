@@ -1,0 +1,95 @@
+/* bench: times tgc's scheduler on one graph file, for `make bench` (tests/bench.sh).
+ *
+ * Approach. The file's text is read once; each of N runs then creates a fresh compile context,
+ * parses the text (graph_read_mem, timed as "read") and runs create_schedule (timed as
+ * "schedule"), then frees the context, so no interned node or cache survives from one run to the
+ * next (the same protocol as tools/tgc_graph.py bench, which reloads the graph for every run).
+ * Prints one line: "uops read_ms schedule_ms arena_peak_bytes kernels" with median times. */
+#include "io/graph.h"
+#include "schedule/schedule.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+static char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 16, len = 0;
+  char *buf = malloc(cap + 1);
+  for (size_t r; buf && (r = fread(buf + len, 1, cap - len, f)) > 0;) {
+    len += r;
+    if (len == cap) buf = realloc(buf, (cap *= 2) + 1);
+  }
+  fclose(f);
+  if (buf) buf[len] = 0;
+  *n = len;
+  return buf;
+}
+
+/* one fresh-context run: parse, schedule; returns 0 or the error code */
+static int run_once(const char *path, const char *text, size_t n, const char *dir, double *tr, double *ts,
+                    size_t *peak, int *uops, int *kernels) {
+  UCtx *c = uop_ctx_new();
+  TgTry t;
+  int rc = 0;
+  if (TG_TRY(t)) {
+    double t0 = now_ms();
+    Graph *g = graph_read_mem(path, text, n, dir);
+    double t1 = now_ms();
+    Schedule *s = create_schedule(g->sink);
+    double t2 = now_ms();
+    tg_try_end(&t);
+    *tr = t1 - t0, *ts = t2 - t1;
+    *uops = g->nrows, *kernels = s->nkernels;
+  } else {
+    fprintf(stderr, "bench: %s\n", tg_last_error.msg);
+    rc = tg_last_error.code ? tg_last_error.code : 70;
+  }
+  *peak = c->arena.peak + c->scratch.peak;
+  uop_ctx_free(c);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: bench GRAPH [N]\n");
+    return 2;
+  }
+  int reps = argc > 2 ? atoi(argv[2]) : 20;
+  if (reps < 1) reps = 1;
+  size_t n;
+  char *text = slurp(argv[1], &n);
+  if (!text) {
+    perror(argv[1]);
+    return 3;
+  }
+  char *dir = strdup(argv[1]), *slash = strrchr(dir, '/');
+  if (slash) *slash = 0;
+  else strcpy(dir, ".");
+  double *tr = calloc((size_t)reps, sizeof *tr), *ts = calloc((size_t)reps, sizeof *ts);
+  size_t peak = 0;
+  int uops = 0, kernels = 0;
+  for (int i = 0; i < reps; i++) {
+    size_t p;
+    int rc = run_once(argv[1], text, n, dir, &tr[i], &ts[i], &p, &uops, &kernels);
+    if (rc) return rc;
+    if (p > peak) peak = p;
+  }
+  printf("%d %.3f %.3f %zu %d\n", uops, median(tr, reps), median(ts, reps), peak, kernels);
+  free(tr), free(ts), free(text), free(dir);
+  return 0;
+}

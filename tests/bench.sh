@@ -1,0 +1,62 @@
+#!/bin/sh
+# bench.sh ORACLE: scheduling speed of tgc over the 5 largest corpus graphs (by uop count, INDEX.tsv
+# column 4) and testdata/models/*.graph.json, side by side with tinygrad 0.11.0 when it imports.
+# Uses $BENCH (tests/bench.c built against libtgc.a: parses the graph and runs create_schedule
+# $N times, each in a fresh context, and prints medians) and $TGC for the process's peak RSS of
+# one `tgc schedule`. tinygrad's time is tools/tgc_graph.py bench (get_kernelize_map, median of 3).
+# Columns: read/sched = median ms of graph_read_mem / create_schedule; Muops/s = uops per
+# scheduling second; arenaKB = peak arena bytes; rssKB = peak RSS of `tgc schedule`; xfile = rssKB
+# over the file's size; tg_ms = tinygrad; speedup = tg_ms / sched.
+set -u
+ORACLE=${1:-../shared/oracle}
+BUILD=${BUILD:-build}
+TGC=${TGC:-$BUILD/tgc}
+BENCH=${BENCH:-$BUILD/bench}
+N=${N:-20}
+for b in "$TGC" "$BENCH"; do
+  if [ ! -x "$b" ]; then
+    echo "bench.sh: $b not built" >&2
+    exit 2
+  fi
+done
+HAVE_TG=0
+if [ "${NO_TINYGRAD:-0}" = 0 ] && python3 -c "import tinygrad" >/dev/null 2>&1; then HAVE_TG=1; fi
+TIME=
+if [ -x /usr/bin/time ]; then TIME=/usr/bin/time; fi
+TMP=${TMPDIR:-/tmp}/tgc-bench.$$
+trap 'rm -f "$TMP"' EXIT INT TERM
+
+graphs() {
+  awk -F '\t' 'NR > 1 && $1 == "schedule" { print $4 "\t" $2 }' "$ORACLE/INDEX.tsv" | sort -t "$(printf '\t')" -k1,1nr -k2,2 |
+    head -5 | while IFS="$(printf '\t')" read -r _ name; do echo "$ORACLE/schedule/$name.graph.json"; done
+  for f in testdata/models/*.graph.json; do [ -f "$f" ] && echo "$f"; done
+}
+
+printf '%-44s %6s %8s %8s %9s %8s %8s %6s %9s %8s\n' graph uops read_ms sched_ms Muops/s arenaKB rssKB xfile tg_ms speedup
+status=0
+for g in $(graphs); do
+  name=$(basename "$g" .graph.json)
+  if [ ${#name} -gt 44 ]; then name=$(printf '%s' "$name" | cut -c1-20)...$(printf '%s' "$name" | rev | cut -c1-21 | rev); fi
+  if ! out=$("$BENCH" "$g" "$N"); then
+    echo "bench.sh: $g: bench failed" >&2
+    status=1
+    continue
+  fi
+  set -- $out
+  uops=$1 rd=$2 sc=$3 arena=$4
+  size=$(wc -c <"$g")
+  rss=-
+  if [ -n "$TIME" ] && $TIME -f %M -o "$TMP" "$TGC" schedule "$g" -o /dev/null 2>/dev/null; then rss=$(tail -n 1 "$TMP"); fi
+  tg=-
+  if [ $HAVE_TG = 1 ]; then
+    tg=$(python3 tools/tgc_graph.py bench "$g" --repeat 3 2>/dev/null | sed -n 's/.*: \([0-9.]*\) ms.*/\1/p')
+    [ -n "$tg" ] || tg=-
+  fi
+  awk -v n="$name" -v u="$uops" -v rd="$rd" -v sc="$sc" -v ar="$arena" -v rss="$rss" -v sz="$size" -v tg="$tg" 'BEGIN {
+    mups = sc > 0 ? u / sc / 1000 : 0
+    xf = rss == "-" ? "-" : sprintf("%.1f", rss * 1024 / sz)
+    sp = tg == "-" || sc <= 0 ? "-" : sprintf("%.0fx", tg / sc)
+    printf "%-44s %6d %8.2f %8.2f %9.2f %8d %8s %6s %9s %8s\n", n, u, rd, sc, mups, ar / 1024, rss, xf, tg, sp
+  }'
+done
+exit $status

@@ -1,0 +1,215 @@
+/* test_codegen: lowering, kernel names and the C renderer.
+ * Names and values come from tinygrad 0.11.0: names from Kernel(apply_rewrites(ast,
+ * rewrites_for_views), ClangRenderer()).name with NOOPT=1 on the corpus ASTs; half bits from numpy
+ * (np.float32(x).astype(np.float16).view(np.uint16)); bfloat16 bits from renderer/cstyle.py's
+ * cast_float_to_bf16 (x + 0x7fff + ((x>>16)&1)) >> 16. The corpus test renders every kernel AST
+ * in $TGC_ORACLE/{schedule,numeric}/NAME.expect.json and compiles it with cc -Wall -Werror. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "codegen/codegen.h"
+#include "io/graph.h"
+#include "render/render.h"
+
+static const char *oracle(void) {
+  const char *o = getenv("TGC_ORACLE");
+  return o && *o ? o : "../shared/oracle";
+}
+
+/* every SINK kernel of an expect file, lowered with one name table; returns the count */
+static int lower_file(const char *path, const Program **ps, int cap) {
+  Expect *x = expect_read_file(path);
+  KNames kn;
+  knames_init(&kn, ga());
+  int n = 0;
+  for (int k = 0; k < x->nitems && n < cap; k++)
+    if (strcmp(x->items[k].op, "SINK") == 0) ps[n++] = lower_kernel(x->items[k].ast, &kn);
+  return n;
+}
+
+static void check_names(const char *file, int n, const char *const *want) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", oracle(), file);
+  UCtx *c = uop_ctx_new();
+  TgTry t;
+  if (TG_TRY(t)) {
+    const Program *ps[64];
+    int got = lower_file(path, ps, 64);
+    cr_expect_eq(got, n, "%s: %d kernels, want %d", file, got, n);
+    for (int i = 0; i < n && i < got; i++) cr_expect_str_eq(ps[i]->name, want[i], "%s kernel %d", file, i);
+    tg_try_end(&t);
+  } else cr_assert_fail("%s: %s", file, tg_last_error.msg);
+  uop_ctx_free(c);
+}
+
+/* tinygrad: r_16_40 r_40_16 r_10_10 r_16_40_40 r_40_16_16 E_12_10 */
+Test(codegen, names_argmax) {
+  const char *w[] = {"r_16_40", "r_40_16", "r_10_10", "r_16_40_40", "r_40_16_16", "E_12_10"};
+  check_names("numeric/numeric.argmax_onehot.a9c722.expect.json", 6, w);
+}
+/* tinygrad (avg_pool2d ceil_mode, a masked reduce that must not merge): r_3_3_3_2 */
+Test(codegen, names_masked_pool) {
+  const char *w[] = {"r_3_3_3_2"};
+  check_names("schedule/test_ops.TestOps_test_avg_pool2d_ceil_mode.11.93d36d.expect.json", 1, w);
+}
+/* tinygrad: eye is a masked const, E_10_10 (not E_100) */
+Test(codegen, names_eye) {
+  const char *w[] = {"E_10_10"};
+  check_names("schedule/test_ops.TestOps_test_eye.2.7997f0.expect.json", 1, w);
+}
+/* tinygrad softmax: the expand after a reduce is swizzled into a second reduce axis (r_100_16n1) */
+Test(codegen, names_softmax_swizzle) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/numeric/numeric.softmax.8bdd2a.expect.json", oracle());
+  UCtx *c = uop_ctx_new();
+  TgTry t;
+  if (TG_TRY(t)) {
+    const Program *ps[64];
+    int n = lower_file(path, ps, 64);
+    bool found = false;
+    for (int i = 0; i < n; i++) found |= strcmp(ps[i]->name, "r_100_16n1") == 0;
+    cr_expect(found, "no kernel named r_100_16n1");
+    tg_try_end(&t);
+  } else cr_assert_fail("%s", tg_last_error.msg);
+  uop_ctx_free(c);
+}
+
+/* tinygrad's to_function_name: r_(start_pos+1)_32 -> r_28start_pos2B129_32 */
+Test(codegen, function_name) {
+  UCtx *c = uop_ctx_new();
+  cr_expect_str_eq(lower_function_name(ga(), "r_(start_pos+1)_32"), "r_28start_pos2B129_32");
+  cr_expect_str_eq(lower_function_name(ga(), "E_16_2"), "E_16_2");
+  uop_ctx_free(c);
+}
+
+/* the matmul kernel: 2 output loops, 1 reduce loop, an accumulator, one store */
+Test(codegen, matmul_structure) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());
+  UCtx *c = uop_ctx_new();
+  TgTry t;
+  if (TG_TRY(t)) {
+    const Program *ps[4];
+    cr_assert_eq(lower_file(path, ps, 4), 1);
+    int loops = 0, accs = 0, stores = 0, maxd = 0;
+    for (int i = 0; i < ps[0]->ninst; i++) {
+      const LInst *in = &ps[0]->inst[i];
+      loops += in->kind == LK_LOOP; accs += in->kind == LK_ACC; stores += in->kind == LK_STORE;
+      if (in->depth > maxd) maxd = in->depth;
+    }
+    cr_expect_eq(loops, 3);
+    cr_expect_eq(accs, 1);
+    cr_expect_eq(stores, 1);
+    cr_expect_eq(maxd, 3);
+    cr_expect_eq(ps[0]->nglobals, 3);
+    cr_expect(ps[0]->globals[0].written && !ps[0]->globals[1].written);
+    char *src = render_kernel(ga(), ps[0], &render_c);
+    cr_expect(strstr(src, "float* restrict data0") != NULL, "%s", src);
+    cr_expect(strstr(src, "const float* restrict data1") != NULL, "%s", src);
+    tg_try_end(&t);
+  } else cr_assert_fail("%s", tg_last_error.msg);
+  uop_ctx_free(c);
+}
+
+/* numpy: float32 -> float16 bits */
+Test(codegen, half_bits) {
+  cr_expect_eq(render_f2h(1.0f), 0x3c00);
+  cr_expect_eq(render_f2h(65504.0f), 0x7bff);
+  cr_expect_eq(render_f2h(65519.0f), 0x7bff);
+  cr_expect_eq(render_f2h(65520.0f), 0x7c00);
+  cr_expect_eq(render_f2h(2.98023224e-08f), 0x0000);
+  cr_expect_eq(render_f2h(6e-08f), 0x0001);
+  cr_expect_eq(render_f2h(-0.0f), 0x8000);
+  cr_expect_eq(render_f2h(0.1f), 0x2e66);
+  cr_expect_eq(render_f2h(1.0f / 3.0f), 0x3555);
+  cr_expect(render_h2f(0x2e66) == 0.0999755859375f);
+  cr_expect(render_h2f(0x0001) == 5.9604644775390625e-08f);
+}
+/* tinygrad cast_float_to_bf16: round to nearest even */
+Test(codegen, bf16_bits) {
+  cr_expect_eq(render_f2bf(1.0f), 0x3f80);
+  cr_expect_eq(render_f2bf(0.1f), 0x3dcd);
+  cr_expect_eq(render_f2bf(1.0f / 3.0f), 0x3eab);
+  cr_expect_eq(render_f2bf(-2.5f), 0xc020);
+  cr_expect(render_bf2f(0x3dcc) == 0.099609375f);
+}
+
+/* ---- every corpus AST: lower, render, compile ---- */
+static int rm_tree(const char *dir) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd);
+}
+
+/* lower and render one expect file's kernels into out; the kernel count, or -1 (tg_last_error) */
+static int render_one(const char *path, const char *label, const char *out) {
+  UCtx *c = uop_ctx_new();
+  volatile int res = -1;
+  TgTry t;
+  if (TG_TRY(t)) {
+    static const Program *ps[1024];
+    int n = lower_file(path, ps, 1024);
+    FILE *f = fopen(out, "w");
+    if (f) {
+      fprintf(f, "/* %s */\n%s\n", label, render_prelude(ga(), n, ps, &render_c));
+      for (int k = 0; k < n; k++) fprintf(f, "%s\n", render_function(ga(), ps[k], &render_c));
+      fclose(f);
+      res = n;
+    }
+    tg_try_end(&t);
+  }
+  uop_ctx_free(c);
+  return res;
+}
+
+Test(codegen, corpus_renders_and_compiles, .timeout = 900) {
+  char tmpl[] = "/tmp/tgc_codegen_XXXXXX";
+  char *dir = mkdtemp(tmpl);
+  cr_assert(dir != NULL);
+  int files = 0, lowered = 0, kernels = 0, failed = 0;
+  const char *subs[] = {"schedule", "numeric"};
+  for (int s = 0; s < 2; s++) {
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s/%s", oracle(), subs[s]);
+    DIR *d = opendir(sub);
+    cr_assert(d != NULL, "no corpus at %s", sub);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      size_t l = strlen(e->d_name);
+      if (l < 12 || strcmp(e->d_name + l - 12, ".expect.json") != 0) continue;
+      char path[2048];
+      snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+      files++;
+      char out[2048];
+      snprintf(out, sizeof out, "%s/k%05d.c", dir, files);
+      int n = render_one(path, e->d_name, out);
+      if (n >= 0) { kernels += n; lowered++; }
+      else if (++failed < 10) cr_log_warn("%s: %s", e->d_name, tg_last_error.msg);
+    }
+    closedir(d);
+  }
+  /* syntax-check in parallel; the list of files that fail goes to bad.txt */
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd,
+           "cd '%s' && ls k*.c | xargs -P 8 -n 40 sh -c 'for f; do cc -std=c11 -Wall -Werror -fsyntax-only \"$f\" 2>/dev/null || echo $f; done' _ > bad.txt",
+           dir);
+  cr_assert_eq(system(cmd), 0);
+  char bad[2048];
+  snprintf(bad, sizeof bad, "%s/bad.txt", dir);
+  FILE *b = fopen(bad, "r");
+  int nbad = 0;
+  char line[256];
+  while (b && fgets(line, sizeof line, b)) nbad++;
+  if (b) fclose(b);
+  cr_log_info("corpus: %d expect files, %d lowered (%d kernels), %d files fail to compile", files, lowered, kernels, nbad);
+  fprintf(stderr, "codegen corpus: %d expect files, %d lowered (%d kernels), %d failed to lower, %d failed to compile\n",
+          files, lowered, kernels, failed, nbad);
+  cr_expect_eq(failed, 0);
+  cr_expect_eq(nbad, 0);
+  cr_expect_gt(kernels, 0);
+  if (!failed && !nbad) rm_tree(dir);
+}
