@@ -36,14 +36,14 @@ $(BUILD)/tgc: $(BUILD)/cli/tgc.o $(BUILD)/libtgc.a
 
 $(BUILD)/tests/%: tests/%.c $(BUILD)/libtgc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libtgc.a -o $@ -lcriterion $(LDLIBS) $(LDFLAGS)
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -Itests $< $(BUILD)/libtgc.a -o $@ -lcriterion $(LDLIBS) $(TEST_LDLIBS) $(LDFLAGS)
 
 # test_driver parses the emitted C with libclang
 LLVM_CONFIG ?= llvm-config
 LLVM_LIBDIR := $(shell $(LLVM_CONFIG) --libdir 2>/dev/null || echo /usr/lib/llvm-14/lib)
 LLVM_INCDIR := $(shell $(LLVM_CONFIG) --includedir 2>/dev/null || echo /usr/lib/llvm-14/include)
-$(BUILD)/tests/test_driver: ALL_CFLAGS += -isystem $(LLVM_INCDIR)
-$(BUILD)/tests/test_driver: LDLIBS += -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lclang
+$(BUILD)/tests/test_driver: TEST_CFLAGS = -isystem $(LLVM_INCDIR)
+$(BUILD)/tests/test_driver: TEST_LDLIBS = -L$(LLVM_LIBDIR) -Wl,-rpath,$(LLVM_LIBDIR) -lclang
 
 $(BUILD)/conformance: tests/conformance.c $(BUILD)/libtgc.a
 	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libtgc.a -o $@ $(LDLIBS) $(LDFLAGS)

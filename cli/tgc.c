@@ -4,6 +4,7 @@
  * "tgc: message" with the documented exit code: 1 check failed, 3 bad input, 4 device/compiler.
  * Scheduler switches are collected while parsing and applied over the graph's own options once
  * the graph is read. Nothing is half-written: files go through write_file_atomic. */
+#include "driver/driver.h"
 #include "io/graph.h"
 #include "schedule/schedule.h"
 #include <cjson/cJSON.h>
@@ -310,8 +311,13 @@ static int cmd_compile(int argc, char **argv) {
   const char *path = need_graph(argc, argv);
   if (!target) misuse("-t c|opencl|cuda is required");
   if (!out) misuse("-o DIR is required");
-  read_graph(path, &ov);
-  tg_fail(TG_EDEVICE, "compile: code generation is not implemented yet");
+  if (strcmp(target, "c")) tg_fail(TG_EDEVICE, "compile: target '%s' is not implemented yet (only -t c)", target);
+  Graph *g = read_graph(path, &ov);
+  double t0 = now_ms();
+  Schedule *s = driver_schedule(g);
+  int nk = driver_compile_c(g, s, out);
+  fprintf(stderr, "%d kernels (%d copies, %d views) compiled into %s in %.1f ms\n", nk, s->ncopies, s->nviews, out, now_ms() - t0);
+  return 0;
 }
 
 static int cmd_run(int argc, char **argv) {
@@ -320,6 +326,9 @@ static int cmd_run(int argc, char **argv) {
                                      {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
   Overrides ov = {{0}, {0}};
   const char *device = NULL, *out = ".", *expect = NULL;
+  static DriverInput inputs[256];
+  static const char *input_paths[256];
+  int ninputs = 0;
   int c;
   while ((c = getopt_long(argc, argv, ":d:o:h", lo, NULL)) != -1) {
     if (take_switch(c, &ov)) continue;
@@ -335,6 +344,10 @@ static int cmd_run(int argc, char **argv) {
       errno = 0;
       long long id = strtoll(optarg, &end, 10);
       if (!eq || end != eq || eq == optarg || id < 0 || errno || !eq[1]) misuse("--input needs ID=FILE.npy, not '%s'", optarg);
+      if (ninputs == (int)(sizeof inputs / sizeof *inputs)) misuse("too many --input options");
+      inputs[ninputs].row = id;
+      inputs[ninputs].path = eq + 1;
+      input_paths[ninputs++] = eq + 1;
       break;
     }
     case O_EXPECT: expect = optarg; break;
@@ -344,10 +357,26 @@ static int cmd_run(int argc, char **argv) {
   }
   const char *path = need_graph(argc, argv);
   if (!device) misuse("-d cpu|opencl|cuda is required");
-  (void)out;
-  (void)expect;
-  read_graph(path, &ov);
-  tg_fail(TG_EDEVICE, "run: code generation is not implemented yet");
+  if (strcmp(device, "cpu")) tg_fail(TG_EDEVICE, "run: device '%s' is not implemented yet (only -d cpu)", device);
+  Graph *g = read_graph(path, &ov);
+  Expect *x = expect ? expect_read_file(expect) : NULL;
+  driver_set_inputs(g, ninputs, inputs);
+  double t0 = now_ms();
+  Schedule *s = driver_schedule(g);
+  driver_check_inputs(g, s);
+  DriverRun *r = driver_run_cpu(g, s);
+  double t1 = now_ms();
+  driver_write_outputs(r, out, ninputs, input_paths);
+  fprintf(stderr, "%d kernels run, %d outputs written to %s in %.1f ms\n", r->nkernels, r->noutputs, out, t1 - t0);
+  if (x) {
+    char why[1024];
+    if (!driver_compare(r, x, why, sizeof why)) {
+      fprintf(stderr, "tgc: %s: outputs differ from %s: %s\n", path, expect, why);
+      return TG_ECHECK;
+    }
+    fprintf(stderr, "outputs match %s\n", expect);
+  }
+  return 0;
 }
 
 static int cmd_dump(int argc, char **argv) {

@@ -115,7 +115,10 @@ contains "$tmp/out" '"ok":false' "check --json"
 expect 0 "check with switches" "$TGC" check "$G" --kernels 1 --fuse-arange=0 --dont-group-reduces --max-kernel-buffers=8
 
 # ---- compile / run: exit 0 once code generation is wired, 4 ("not implemented yet") before ----
-for c in "compile $G -t c -o $tmp/c" "run $G -d cpu -o $tmp/r"; do
+# (run needs BUFFER data: $G has none, so it runs a numeric corpus graph and $G must exit 3)
+expect 3 "run without BUFFER data" "$TGC" run "$G" -d cpu -o "$tmp"
+contains "$tmp/err" "has no data" "run without data names the row"
+for c in "compile $G -t c -o $tmp/c" "run $ORACLE/numeric/numeric.matmul.59608b.graph.json -d cpu -o $tmp/r"; do
   $TGC $c >"$tmp/out" 2>"$tmp/err"
   rc=$?
   if [ "$rc" -eq 0 ] || { [ "$rc" -eq 4 ] && grep -q "^tgc: " "$tmp/err"; }; then ok; else bad "$c: exit $rc: $(head -c 300 "$tmp/err")"; fi

@@ -10,8 +10,10 @@
  *               [--timeout S] [--only SUBSTR] [--show NAME] DIR...
  * Two more columns check each KERNEL's buffers (DEFINE_GLOBAL order, size, dtype, device, input
  * UNIQUE or first-appearance order of new buffers) and metadata against the expect file;
- * the numeric column is left for `tgc run`. --show NAME prints the ASTs of matching cases.
+ * with --numeric cpu, cases whose expect file has `outputs` also run on the CPU runtime (lib/driver,
+ * what `tgc run --expect` does) and score the numeric column. --show NAME prints the ASTs of matching cases.
  * Exits 1 when a rate over all folders is below its bar, 2 on bad usage. */
+#include "driver/driver.h"
 #include "io/graph.h"
 #include "schedule/schedule.h"
 #include <cjson/cJSON.h>
@@ -26,7 +28,7 @@
 #include <unistd.h>
 
 typedef struct Result {
-  int count_ok, ast_ok, order_ok, error, bufs_ok, meta_ok;
+  int count_ok, ast_ok, order_ok, error, bufs_ok, meta_ok, has_numeric, numeric_ok;
   int got, want;
   char reason[1200];
 } Result;
@@ -37,7 +39,7 @@ static int cmp_ptr_id(const void *a, const void *b) {
   return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static bool show_mode;
+static bool show_mode, numeric_cpu;
 
 /* ---- buffers and metadata of each KERNEL item against the expect file's "bufs"/"metadata" ----
  * New buffers' UNIQUE numbers are tinygrad's process counter, so both sides number them by first
@@ -136,8 +138,9 @@ static void run_case(const char *graph, const char *expect, Result *r) {
   TgTry t;
   if (TG_TRY(t)) {
     Graph *g = graph_read_file(graph);
-    Schedule *S = create_schedule(g->sink);
     Expect *E = expect_read_file(expect);
+    if (numeric_cpu && E->noutputs > 0) r->has_numeric = 1;
+    Schedule *S = driver_schedule(g);
     r->got = S->nkernels; r->want = E->kernels;
     r->count_ok = S->nkernels == E->kernels;
     /* one entry per KERNEL, as the expect files have them (a multi-device kernel's shard 0) */
@@ -175,6 +178,13 @@ static void run_case(const char *graph, const char *expect, Result *r) {
                miss >= 0 ? E->items[miss].op : "-");
     } else if (!r->order_ok) snprintf(r->reason, sizeof r->reason, "order differs");
     if (r->order_ok) check_bufs_meta(S, g, expect, r);
+    if (numeric_cpu && E->noutputs > 0) {
+      r->has_numeric = 1;
+      char why[600] = "";
+      DriverRun *R = driver_run_cpu(g, S);
+      r->numeric_ok = driver_compare(R, E, why, sizeof why);
+      if (!r->numeric_ok && !r->reason[0]) snprintf(r->reason, sizeof r->reason, "numeric: %s", why);
+    }
     tg_try_end(&t);
   } else {
     r->error = 1;
@@ -214,19 +224,22 @@ static Result run_forked(const char *graph, const char *expect, int timeout) {
   return r;
 }
 
-typedef struct Tally { int n, count, ast, order, bufs, meta, errors; } Tally;
+typedef struct Tally { int n, count, ast, order, bufs, meta, errors, nnum, num; } Tally;
 static void print_tally(const char *name, const Tally *t) {
   double d = t->n ? t->n : 1;
   printf("%-10s %5d cases  count %5d (%6.2f%%)  ast %5d (%6.2f%%)  order %5d (%6.2f%%)  bufs %5d (%6.2f%%)  meta %5d (%6.2f%%)"
-         "  numeric -  errors %d\n", name, t->n, t->count, 100.0 * t->count / d, t->ast, 100.0 * t->ast / d, t->order,
-         100.0 * t->order / d, t->bufs, 100.0 * t->bufs / d, t->meta, 100.0 * t->meta / d, t->errors);
+         "  ", name, t->n, t->count, 100.0 * t->count / d, t->ast, 100.0 * t->ast / d, t->order,
+         100.0 * t->order / d, t->bufs, 100.0 * t->bufs / d, t->meta, 100.0 * t->meta / d);
+  if (t->nnum) printf("numeric %d/%d (%6.2f%%)", t->num, t->nnum, 100.0 * t->num / t->nnum);
+  else printf("numeric -");
+  printf("  errors %d\n", t->errors);
 }
 
 static void usage(int status) {
   FILE *f = status ? stderr : stdout;
   if (status) { fprintf(f, "conformance: try 'conformance --help'\n"); exit(status); }
   fprintf(f, "usage: conformance [-v] [--count-bar F] [--ast-bar F] [--order-bar F] [--bufs-bar F] [--meta-bar F]\n"
-             "                   [--timeout S] [--only SUBSTR] [--show NAME] DIR...\n"
+             "                   [--numeric cpu] [--numeric-bar F] [--timeout S] [--only SUBSTR] [--show NAME] DIR...\n"
              "Scores create_schedule against the oracle's NAME.graph.json / NAME.expect.json pairs in each DIR.\n");
   exit(0);
 }
@@ -235,8 +248,8 @@ int main(int argc, char **argv) {
   static const struct option longopts[] = {
     {"count-bar", required_argument, 0, 'c'}, {"ast-bar", required_argument, 0, 'a'}, {"order-bar", required_argument, 0, 'o'},
     {"bufs-bar", required_argument, 0, 'b'}, {"meta-bar", required_argument, 0, 'm'}, {"timeout", required_argument, 0, 't'}, {"only", required_argument, 0, 'O'}, {"show", required_argument, 0, 's'},
-    {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-  double count_bar = 0, ast_bar = 0, order_bar = 0, bufs_bar = 0, meta_bar = 0;
+    {"numeric", required_argument, 0, 'N'}, {"numeric-bar", required_argument, 0, 'B'}, {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  double count_bar = 0, ast_bar = 0, order_bar = 0, bufs_bar = 0, meta_bar = 0, numeric_bar = 0;
   int timeout = 60, verbose = 0, ch;
   const char *only = NULL, *show = NULL;
   while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
@@ -249,6 +262,11 @@ int main(int argc, char **argv) {
     case 't': timeout = atoi(optarg); break;
     case 'O': only = optarg; break;
     case 's': show = optarg; break;
+    case 'N':
+      if (strcmp(optarg, "cpu")) { fprintf(stderr, "conformance: --numeric %s: only cpu\n", optarg); return 2; }
+      numeric_cpu = true;
+      break;
+    case 'B': numeric_bar = atof(optarg); break;
     case 'v': verbose = 1; break;
     case 'h': usage(0); break;
     default: usage(2);
@@ -282,8 +300,9 @@ int main(int argc, char **argv) {
       if (show) { show_mode = true; memset(&r, 0, sizeof r); run_case(gpath, epath, &r); }
       else r = run_forked(gpath, epath, timeout);
       t.n++;
+      t.nnum += r.has_numeric; t.num += r.has_numeric && r.numeric_ok;
       t.count += r.count_ok; t.ast += r.ast_ok; t.order += r.order_ok; t.bufs += r.bufs_ok; t.meta += r.meta_ok; t.errors += r.error;
-      if ((verbose || show) && (!r.count_ok || !r.ast_ok || !r.order_ok || !r.bufs_ok || !r.meta_ok)) printf("FAIL %s: %s\n", names[i], r.reason);
+      if ((verbose || show) && (!r.count_ok || !r.ast_ok || !r.order_ok || !r.bufs_ok || !r.meta_ok || (r.has_numeric && !r.numeric_ok))) printf("FAIL %s: %s\n", names[i], r.reason);
       free(names[i]);
     }
     free(names);
@@ -291,7 +310,7 @@ int main(int argc, char **argv) {
     base = base && base[1] ? base + 1 : argv[d];
     print_tally(base, &t);
     total.n += t.n; total.count += t.count; total.ast += t.ast; total.order += t.order; total.bufs += t.bufs; total.meta += t.meta;
-    total.errors += t.errors;
+    total.errors += t.errors; total.nnum += t.nnum; total.num += t.num;
   }
   print_tally("total", &total);
   double dn = total.n ? total.n : 1;
@@ -301,5 +320,9 @@ int main(int argc, char **argv) {
   if (total.order / dn < order_bar) { printf("order rate %.4f below bar %.4f\n", total.order / dn, order_bar); bad = 1; }
   if (total.bufs / dn < bufs_bar) { printf("bufs rate %.4f below bar %.4f\n", total.bufs / dn, bufs_bar); bad = 1; }
   if (total.meta / dn < meta_bar) { printf("meta rate %.4f below bar %.4f\n", total.meta / dn, meta_bar); bad = 1; }
+  if (numeric_cpu && (total.nnum ? (double)total.num / total.nnum : 0) < numeric_bar) {
+    printf("numeric rate %.4f below bar %.4f\n", total.nnum ? (double)total.num / total.nnum : 0, numeric_bar);
+    bad = 1;
+  }
   return bad;
 }

@@ -25,7 +25,7 @@ static bool dev_is_tuple(const Value *d) { return d && d->kind == V_TUPLE; }
 static bool dev_is_str(const Value *d) { return d && d->kind == V_STR; }
 static const Value *udev(UOp *u) {
   const Value *d = u_device(u);
-  if (!d) tg_fail(TG_EINTERNAL, "%s has no device", op_names[u->op]);
+  if (!d) tg_fail(TG_EINPUT, "%s has no device", op_names[u->op]);
   return d;
 }
 static int ndev(UOp *u) {
@@ -41,18 +41,18 @@ static UOp *contiguous(UOp *u) { return uop1(OP_CONTIGUOUS, u->dtype, u, NULL); 
 static UOp *mkview(UOp *u, const ShapeTracker *st) { return uop1(OP_VIEW, u->dtype, u, v_st(st)); }
 /* UOp.allreduce(op, device): device is a DEVICE UOp */
 static UOp *allreduce(UOp *u, Op op, UOp *dev) {
-  if (!dev_is_tuple(u_device(u))) tg_fail(TG_EINTERNAL, "allreduce must be on tuple device");
+  if (!dev_is_tuple(u_device(u))) tg_fail(TG_EINPUT, "allreduce must be on tuple device");
   return uop2(OP_ALLREDUCE, u->dtype, u, dev, v_ops(op));
 }
 /* UOp.multi(axis) */
 static UOp *multi(UOp *u, int axis) {
-  if (!dev_is_tuple(u_device(u))) tg_fail(TG_EINTERNAL, "multi device must be tuple");
-  if (axis < 0) tg_fail(TG_EINTERNAL, "multi None is no longer supported");
+  if (!dev_is_tuple(u_device(u))) tg_fail(TG_EINPUT, "multi device must be tuple");
+  if (axis < 0) tg_fail(TG_EINPUT, "multi None is no longer supported");
   return uop1(OP_MULTI, u->dtype, u, v_int(axis));
 }
 /* UOp.copy_to_device(device, arg): sel < 0 is arg=None */
 static UOp *copy_to_device(UOp *u, UOp *dev, int sel) {
-  if (sel >= 0 && !dev_is_tuple(u_device(u))) tg_fail(TG_EINTERNAL, "copy_to_device with arg needs a tuple device");
+  if (sel >= 0 && !dev_is_tuple(u_device(u))) tg_fail(TG_EINPUT, "copy_to_device with arg needs a tuple device");
   UOp *inp = sel < 0 ? u : mselect(u, sel);
   return uop2(OP_COPY, u->dtype, inp, dev, NULL);
 }
@@ -292,7 +292,7 @@ static const ShapeTracker *replace_dnum(const ShapeTracker *st, int64_t val) {
   for (int i = 0; i < nv; i++)
     if (vars[i]->op == OP_DEFINE_VAR && strcmp(vars[i]->arg->items[0]->s, "_device_num") == 0) { dnum = vars[i]; nd++; }
   if (nd == 0) return st;
-  if (nd != 1) tg_fail(TG_EINTERNAL, "view must have exactly 0 or 1 dnum, got %d", nd);
+  if (nd != 1) tg_fail(TG_EINPUT, "view must have exactly 0 or 1 dnum, got %d", nd);
   UMap d;
   umap_init(&d, ga());
   umap_put(&d, dnum, u_const_like_i(dnum, val));
@@ -400,22 +400,22 @@ static UOp *alu_multi(const Match *m, void *ctx) {
   for (int i = 1; i < root->nsrc; i++)
     if (u_device(root->src[i]) != d0) tg_fail(TG_EINPUT, "all buffers must have the same device");
   int axis = u_axis(root);
-  if (axis < 0) tg_fail(TG_EINTERNAL, "alu_multi: no axis");
+  if (axis < 0) tg_fail(TG_EINPUT, "alu_multi: no axis");
   UOp **srcs = arena_alloc(ga(), sizeof(UOp *) * (size_t)root->nsrc);
   for (int i = 0; i < root->nsrc; i++) {
     UOp *mlb = root->src[i];
     int ma = u_axis(mlb);
     if (ma == axis) {
       /* same axis, just copy through */
-      if (mlb->op != OP_MULTI) tg_fail(TG_EINTERNAL, "alu_multi: same axis on a non-MULTI source");
+      if (mlb->op != OP_MULTI) tg_fail(TG_EINPUT, "alu_multi: same axis on a non-MULTI source");
       srcs[i] = mlb->src[0];
     } else if (ma < 0) {
       /* no axis, shard it */
-      if (mlb->op == OP_MULTI) tg_fail(TG_EINTERNAL, "alu_multi: MULTI without axis");
+      if (mlb->op == OP_MULTI) tg_fail(TG_EINPUT, "alu_multi: MULTI without axis");
       srcs[i] = shard(mlb, axis);
     } else {
       /* axis mismatch, unshard it, send it to all devices, and shard it correctly */
-      if (mlb->op != OP_MULTI) tg_fail(TG_EINTERNAL, "alu_multi: axis mismatch on a non-MULTI source");
+      if (mlb->op != OP_MULTI) tg_fail(TG_EINPUT, "alu_multi: axis mismatch on a non-MULTI source");
       srcs[i] = shard(allreduce(unshard(mlb->src[0], maxis(mlb)), OP_ADD, dev_uop(udev(mlb))), axis);
     }
   }

@@ -1,0 +1,40 @@
+/* driver: the orchestration behind `tgc compile` and `tgc run`, so the CLI only parses and reports.
+ *
+ * compile -t c  schedules the graph, lowers each distinct kernel AST once (one KNames per compile,
+ *               as tinygrad's kernel_cnt), and writes into DIR.tmp.PID next to DIR, renamed to DIR at
+ *               the end: one translation unit per kernel (NAME.c: prelude + the kernel function, the
+ *               kernel's only definition), schedule.json with names and sources, and the AOT bundle
+ *               model.h/model.c (the schedule as straight-line C calling the kernels through
+ *               prototypes; no tgc library at run time) plus Makefile.inc.
+ * run -d cpu    fills input BUFFERs from .npy files, checks every BUFFER read before it is written
+ *               has data, runs the schedule on the CPU runtime and gathers each sink source
+ *               C-contiguously; outputs can be written as .npy and compared with an expect file. */
+#ifndef TGC_DRIVER_H
+#define TGC_DRIVER_H
+#include "../io/graph.h"
+#include "../schedule/schedule.h"
+
+typedef struct DriverInput { int64_t row; const char *path; } DriverInput;   /* --input ROW=PATH */
+typedef struct DriverOut { const DType *dtype; int ndim; int64_t shape[32]; void *data; size_t nbytes; } DriverOut;
+typedef struct DriverRun { int nkernels; int noutputs; DriverOut *outs; } DriverRun;
+
+/* the schedule of g's sink with g's options (uctx->opt, next_unique past the graph's UNIQUEs) */
+Schedule *driver_schedule(Graph *g);
+/* replace the data of BUFFER rows from .npy files; TG_EINPUT when the row is not a BUFFER or the
+ * file's dtype or element count differs */
+void driver_set_inputs(Graph *g, int n, const DriverInput *in);
+/* TG_EINPUT naming the row when a graph BUFFER without data is read before anything writes it */
+void driver_check_inputs(const Graph *g, const Schedule *s);
+/* run s on the CPU runtime and read every sink source; TG_EDEVICE on compiler failures */
+DriverRun *driver_run_cpu(Graph *g, Schedule *s);
+/* write DIR/out0.npy... (each atomically, DIR created when missing); TG_EINPUT when a path is one of the avoid paths */
+void driver_write_outputs(const DriverRun *r, const char *dir, int navoid, const char *const *avoid);
+/* true when n elements agree: ints/bools exactly, float rtol 1e-4/atol 1e-5, half/bfloat16 1e-2,
+ * NaN equal to NaN; on false, why names the worst element */
+bool driver_close(const DType *dt, const void *got, const void *want, size_t n, char *why, size_t wn);
+/* compare every output with the expect file's outputs (count, dtype, size, values) */
+bool driver_compare(const DriverRun *r, const Expect *x, char *why, size_t wn);
+/* `tgc compile -t c`: write the directory described above; returns the number of kernels */
+int driver_compile_c(Graph *g, Schedule *s, const char *dir);
+
+#endif
