@@ -57,6 +57,7 @@ unit: $(TEST_BIN)
 
 cli-test: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc ORACLE=$(ORACLE) sh tests/cli.sh
+	TGC=$(BUILD)/tgc sh tests/robust.sh
 
 conformance: $(BUILD)/tgc $(BUILD)/conformance
 	BUILD=$(BUILD) TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE) $(CONFORMANCE_BARS)
