@@ -5,6 +5,7 @@
  * Scheduler switches are collected while parsing and applied over the graph's own options once
  * the graph is read. Nothing is half-written: files go through write_file_atomic. */
 #include "driver/driver.h"
+#include "explain/explain.h"
 #include "io/graph.h"
 #include "schedule/schedule.h"
 #include <cjson/cJSON.h>
@@ -55,6 +56,8 @@ static const char main_help[] =
   "  compile GRAPH -t c|opencl|cuda -o DIR    lower and render every kernel into DIR\n"
   "  run GRAPH -d cpu|opencl|cuda [-o DIR]    compile and run the schedule, write DIR/outN.npy\n"
   "  dump GRAPH [--stage STAGE]               print the graph in tinygrad's UOp print style\n"
+  "  explain GRAPH [--json]                   why each kernel exists and which ops it holds\n"
+  "  diff A B [--json]                        compare two graphs' or schedule files' kernels\n"
   "\n"
   "  -h, --help     display this help and exit\n"
   "      --version  output version information and exit\n"
@@ -87,6 +90,8 @@ static const char compile_help[] =
   "\n"
   "  -t, --target=TARGET  c, opencl or cuda\n"
   "  -o, --output=DIR     the output directory\n"
+  "  -MD, --deps          also write DIR/deps.d for make: DIR/model.o DIR/schedule.json depend on GRAPH\n"
+  "                       and its .npy data files (include it; see testdata/make/Makefile)\n"
   "  -h, --help           display this help and exit\n"
   "\n";
 static const char run_help[] =
@@ -109,6 +114,26 @@ static const char dump_help[] =
   "  -h, --help         display this help and exit\n"
   "\n";
 
+static const char explain_help[] =
+  "Usage: tgc explain [OPTION]... GRAPH\n"
+  "Schedule GRAPH and, for every kernel, print the rule that made it a kernel boundary (a SINK\n"
+  "output, CONTIGUOUS/ASSIGN/COPY/BUFFER_VIEW, realize before expand, an unsafe pad, a second reduce,\n"
+  "several outputs (forced_realize), limit_bufs, split_reduceop), the sink outputs it writes and\n"
+  "the input graph rows (id, op, metadata name) it computes.\n"
+  "\n"
+  "      --json         print one JSON document instead of text\n"
+  "  -h, --help         display this help and exit\n"
+  "\n";
+static const char diff_help[] =
+  "Usage: tgc diff [OPTION]... A B\n"
+  "Compare the kernels of A and B (graphs, scheduled with the same switches, or tgc.schedule files)\n"
+  "by a structural hash of each AST (row ids aside), aligned in order: '~' changed (with the AST ops\n"
+  "lost and gained), '-' removed, '+' added, then a summary line. Exit 0 when equal, 1 when not.\n"
+  "\n"
+  "      --json         print one JSON document instead of text\n"
+  "  -h, --help         display this help and exit\n"
+  "\n";
+
 static void print_help(const char *text, bool with_switches) {
   fputs(text, stdout);
   if (with_switches) fputs(switches_help, stdout);
@@ -118,7 +143,7 @@ static void print_help(const char *text, bool with_switches) {
 enum {
   O_FUSE_ARANGE = 256, O_FUSE_CONV_BW, O_SPLIT_REDUCEOP, O_RS_THRESHOLD, O_RS_SIZE, O_DONT_REALIZE_EXPAND,
   O_DONT_GROUP_REDUCES, O_MAX_KERNEL_BUFFERS, O_KERNELS, O_MAX_KERNELS, O_JSON, O_INPUT, O_EXPECT, O_STAGE,
-  O_LIST_STAGES, O_VERSION,
+  O_LIST_STAGES, O_VERSION, O_DEPS,
 };
 #define SWITCH_OPTS                                                                                     \
   {"fuse-arange", required_argument, 0, O_FUSE_ARANGE}, {"fuse-conv-bw", required_argument, 0, O_FUSE_CONV_BW}, \
@@ -290,11 +315,51 @@ static int cmd_check(int argc, char **argv) {
   return TG_ECHECK;
 }
 
+/* a path as a Make word: spaces and '#' escaped with a backslash, '$' doubled */
+static char *make_word(const char *p) {
+  char *w = arena_alloc(ga(), strlen(p) * 2 + 1), *q = w;
+  for (; *p; p++) {
+    if (*p == ' ' || *p == '#') *q++ = '\\';
+    else if (*p == '$') *q++ = '$';
+    *q++ = *p;
+  }
+  return w;
+}
+/* -MD: DIR/deps.d in Make's format, "DIR/model.o DIR/schedule.json: GRAPH DATA.npy..." and an empty
+ * rule per prerequisite (as cc -MP), so a deleted input does not break the build */
+static void write_deps(const char *path, const char *dir) {
+  if (strcmp(path, "-") == 0) tg_fail(TG_EUSAGE, "-MD needs a GRAPH file, not stdin");
+  size_t n;
+  char *text = read_file(ga(), path, &n);
+  cJSON *doc = text ? cJSON_ParseWithLength(text, n) : NULL;
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? arena_printf(ga(), "%.*s", (int)(slash - path), path) : NULL;
+  char *pre = make_word(path);
+  const cJSON *row, *uops = doc ? cJSON_GetObjectItemCaseSensitive(doc, "uops") : NULL;
+  cJSON_ArrayForEach(row, uops) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(row, "data"), "file");
+    if (!cJSON_IsString(f)) continue;
+    const char *fp = f->valuestring[0] == '/' || !base ? f->valuestring : arena_printf(ga(), "%s/%s", base, f->valuestring);
+    pre = arena_printf(ga(), "%s %s", pre, make_word(fp));
+  }
+  cJSON_Delete(doc);
+  char *d = make_word(dir);
+  char *txt = arena_printf(ga(), "%s/model.o %s/schedule.json: %s\n", d, d, pre);
+  for (char *p = pre, *sp; *p; p = sp + (*sp != 0)) {
+    sp = p;
+    while (*sp && !(*sp == ' ' && sp[-1] != '\\')) sp++;
+    txt = arena_printf(ga(), "%s\n%.*s:\n", txt, (int)(sp - p), p);
+  }
+  write_out(arena_printf(ga(), "%s/deps.d", dir), txt);
+}
+
 static int cmd_compile(int argc, char **argv) {
   static const struct option lo[] = {{"target", required_argument, 0, 't'}, {"output", required_argument, 0, 'o'},
-                                     {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
+                                     {"deps", no_argument, 0, O_DEPS}, {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
   Overrides ov = {{0}, {0}};
   const char *target = NULL, *out = NULL;
+  bool deps = false;
+  for (int i = 1; i < argc; i++) if (strcmp(argv[i], "-MD") == 0) argv[i] = "--deps"; /* cc's spelling */
   int c;
   while ((c = getopt_long(argc, argv, ":t:o:h", lo, NULL)) != -1) {
     if (take_switch(c, &ov)) continue;
@@ -304,6 +369,7 @@ static int cmd_compile(int argc, char **argv) {
       target = optarg;
       break;
     case 'o': out = optarg; break;
+    case O_DEPS: deps = true; break;
     case 'h': print_help(compile_help, true); return 0;
     default: bad_option(c, argv);
     }
@@ -311,11 +377,11 @@ static int cmd_compile(int argc, char **argv) {
   const char *path = need_graph(argc, argv);
   if (!target) misuse("-t c|opencl|cuda is required");
   if (!out) misuse("-o DIR is required");
-  if (strcmp(target, "c")) tg_fail(TG_EDEVICE, "compile: target '%s' is not implemented yet (only -t c)", target);
   Graph *g = read_graph(path, &ov);
   double t0 = now_ms();
   Schedule *s = driver_schedule(g);
-  int nk = driver_compile_c(g, s, out);
+  int nk = strcmp(target, "c") ? driver_compile_gpu(g, s, out, target) : driver_compile_c(g, s, out);
+  if (deps) write_deps(path, out);
   fprintf(stderr, "%d kernels (%d copies, %d views) compiled into %s in %.1f ms\n", nk, s->ncopies, s->nviews, out, now_ms() - t0);
   return 0;
 }
@@ -357,14 +423,13 @@ static int cmd_run(int argc, char **argv) {
   }
   const char *path = need_graph(argc, argv);
   if (!device) misuse("-d cpu|opencl|cuda is required");
-  if (strcmp(device, "cpu")) tg_fail(TG_EDEVICE, "run: device '%s' is not implemented yet (only -d cpu)", device);
   Graph *g = read_graph(path, &ov);
   Expect *x = expect ? expect_read_file(expect) : NULL;
   driver_set_inputs(g, ninputs, inputs);
   double t0 = now_ms();
   Schedule *s = driver_schedule(g);
   driver_check_inputs(g, s);
-  DriverRun *r = driver_run_cpu(g, s);
+  DriverRun *r = driver_run_device(g, s, device);
   double t1 = now_ms();
   driver_write_outputs(r, out, ninputs, input_paths);
   fprintf(stderr, "%d kernels run, %d outputs written to %s in %.1f ms\n", r->nkernels, r->noutputs, out, t1 - t0);
@@ -417,9 +482,66 @@ static int cmd_dump(int argc, char **argv) {
   return 0;
 }
 
+static int cmd_explain(int argc, char **argv) {
+  static const struct option lo[] = {{"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
+  Overrides ov = {{0}, {0}};
+  bool json = false;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+    if (take_switch(c, &ov)) continue;
+    switch (c) {
+    case O_JSON: json = true; break;
+    case 'h': print_help(explain_help, true); return 0;
+    default: bad_option(c, argv);
+    }
+  }
+  const char *path = need_graph(argc, argv);
+  Graph *g = read_graph(path, &ov);
+  write_out(NULL, explain_graph(ga(), g, json));
+  return 0;
+}
+
+/* a diff operand: a schedule file as is, or a graph scheduled with the switches */
+static const char *diff_operand(const char *path, const Overrides *ov) {
+  size_t n;
+  char *text = read_file(ga(), path, &n);
+  if (!text) tg_fail(TG_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+  if (diff_is_schedule(text)) return text;
+  const char *slash = strrchr(path, '/');
+  const char *dir = slash ? arena_printf(ga(), "%.*s", (int)(slash - path), path) : ".";
+  Graph *g = graph_read_mem(path, text, n, dir);
+  apply_overrides(ov, &uctx->opt);
+  g->opt = uctx->opt;
+  return schedule_write_json(ga(), create_schedule(g->sink), g, NULL, NULL);
+}
+static int cmd_diff(int argc, char **argv) {
+  static const struct option lo[] = {{"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
+  Overrides ov = {{0}, {0}};
+  bool json = false;
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+    if (take_switch(c, &ov)) continue;
+    switch (c) {
+    case O_JSON: json = true; break;
+    case 'h': print_help(diff_help, true); return 0;
+    default: bad_option(c, argv);
+    }
+  }
+  if (argc - optind < 2) misuse("needs two operands A B");
+  if (argc - optind > 2) misuse("extra operand '%s'", argv[optind + 2]);
+  const char *pa = argv[optind], *pb = argv[optind + 1];
+  if (strcmp(pa, "-") == 0 && strcmp(pb, "-") == 0) misuse("only one operand can be '-'");
+  const char *ta = diff_operand(pa, &ov), *tb = diff_operand(pb, &ov);
+  char *out;
+  int rc = diff_schedules(ga(), pa, ta, pb, tb, json, &out);
+  write_out(NULL, out);
+  return rc;
+}
+
 typedef int (*CmdFn)(int argc, char **argv);
 static const struct { const char *name; CmdFn fn; } commands[] = {
   {"schedule", cmd_schedule}, {"check", cmd_check}, {"compile", cmd_compile}, {"run", cmd_run}, {"dump", cmd_dump},
+  {"explain", cmd_explain}, {"diff", cmd_diff},
 };
 
 int main(int argc, char **argv) {

@@ -129,5 +129,8 @@ if command -v groff >/dev/null 2>&1; then
   if groff -ww -man -Tutf8 "$(dirname "$0")/../man/tgc.1" >/dev/null 2>"$tmp/groff" && [ ! -s "$tmp/groff" ]; then ok; else bad "groff -ww man/tgc.1: $(head -c 300 "$tmp/groff")"; fi
 fi
 
+# ---- CI tools: explain, diff, the check gate, reproducible output (tests/test_ci.sh) ----
+if TGC=$TGC ORACLE=$ORACLE sh "$(dirname "$0")/test_ci.sh" >"$tmp/ci" 2>&1; then ok; else bad "tests/test_ci.sh: $(grep FAIL "$tmp/ci" | head -c 600)"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

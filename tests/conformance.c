@@ -40,6 +40,7 @@ static int cmp_ptr_id(const void *a, const void *b) {
 }
 
 static bool show_mode, numeric_cpu;
+static const char *numeric_dev = "cpu";
 
 /* ---- buffers and metadata of each KERNEL item against the expect file's "bufs"/"metadata" ----
  * New buffers' UNIQUE numbers are tinygrad's process counter, so both sides number them by first
@@ -181,7 +182,7 @@ static void run_case(const char *graph, const char *expect, Result *r) {
     if (numeric_cpu && E->noutputs > 0) {
       r->has_numeric = 1;
       char why[600] = "";
-      DriverRun *R = driver_run_cpu(g, S);
+      DriverRun *R = driver_run_device(g, S, numeric_dev);
       r->numeric_ok = driver_compare(R, E, why, sizeof why);
       if (!r->numeric_ok && !r->reason[0]) snprintf(r->reason, sizeof r->reason, "numeric: %s", why);
     }
@@ -239,7 +240,7 @@ static void usage(int status) {
   FILE *f = status ? stderr : stdout;
   if (status) { fprintf(f, "conformance: try 'conformance --help'\n"); exit(status); }
   fprintf(f, "usage: conformance [-v] [--count-bar F] [--ast-bar F] [--order-bar F] [--bufs-bar F] [--meta-bar F]\n"
-             "                   [--numeric cpu] [--numeric-bar F] [--timeout S] [--only SUBSTR] [--show NAME] DIR...\n"
+             "                   [--numeric cpu|opencl|cuda] [--numeric-bar F] [--timeout S] [--only SUBSTR] [--show NAME] DIR...\n"
              "Scores create_schedule against the oracle's NAME.graph.json / NAME.expect.json pairs in each DIR.\n");
   exit(0);
 }
@@ -263,7 +264,8 @@ int main(int argc, char **argv) {
     case 'O': only = optarg; break;
     case 's': show = optarg; break;
     case 'N':
-      if (strcmp(optarg, "cpu")) { fprintf(stderr, "conformance: --numeric %s: only cpu\n", optarg); return 2; }
+      if (strcmp(optarg, "cpu") && strcmp(optarg, "opencl") && strcmp(optarg, "cuda")) { fprintf(stderr, "conformance: --numeric %s: cpu, opencl or cuda\n", optarg); return 2; }
+      numeric_dev = optarg;
       numeric_cpu = true;
       break;
     case 'B': numeric_bar = atof(optarg); break;

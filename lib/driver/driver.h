@@ -27,6 +27,9 @@ void driver_set_inputs(Graph *g, int n, const DriverInput *in);
 void driver_check_inputs(const Graph *g, const Schedule *s);
 /* run s on the CPU runtime and read every sink source; TG_EDEVICE on compiler failures */
 DriverRun *driver_run_cpu(Graph *g, Schedule *s);
+/* the same on device "cpu", "opencl" (OpenCL, e.g. PoCL; TG_EDEVICE "no OpenCL platform" when none)
+ * or "cuda" (NVRTC + driver API; TG_EDEVICE "no CUDA device" when none) */
+DriverRun *driver_run_device(Graph *g, Schedule *s, const char *device);
 /* write DIR/out0.npy... (each atomically, DIR created when missing); TG_EINPUT when a path is one of the avoid paths */
 void driver_write_outputs(const DriverRun *r, const char *dir, int navoid, const char *const *avoid);
 /* true when n elements agree: ints/bools exactly, float rtol 1e-4/atol 1e-5, half/bfloat16 1e-2,
@@ -36,5 +39,9 @@ bool driver_close(const DType *dt, const void *got, const void *want, size_t n, 
 bool driver_compare(const DriverRun *r, const Expect *x, char *why, size_t wn);
 /* `tgc compile -t c`: write the directory described above; returns the number of kernels */
 int driver_compile_c(Graph *g, Schedule *s, const char *dir);
+/* `tgc compile -t opencl|cuda`: DIR gets NAME.cl / NAME.cu per kernel, schedule.json and host.c (a
+ * standalone program running the schedule with the OpenCL API / CUDA driver API + NVRTC, inputs
+ * from DIR/inputN.bin, outputs to DIR/outN.bin); returns the number of kernels */
+int driver_compile_gpu(Graph *g, Schedule *s, const char *dir, const char *target);
 
 #endif

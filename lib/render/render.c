@@ -212,10 +212,11 @@ const char *render_const(Arena *a, UOp *u, const RenderBackend *be) {
   }
   case SC_LONG: {
     int64_t x = value_int(v);
-    return x == INT64_MIN ? "(-9223372036854775807ll-1)" : arena_printf(a, "%lldll", (long long)x);
+    const char *sfx = be->suffix_ll ? be->suffix_ll : "ll";
+    return x == INT64_MIN ? arena_printf(a, "(-9223372036854775807%s-1)", sfx) : arena_printf(a, "%lld%s", (long long)x, sfx);
   }
   case SC_UINT: return arena_printf(a, "%uu", (uint32_t)value_int(v));
-  case SC_ULONG: return arena_printf(a, "%lluull", (unsigned long long)(uint64_t)value_int(v));
+  case SC_ULONG: return arena_printf(a, "%llu%s", (unsigned long long)(uint64_t)value_int(v), be->suffix_ull ? be->suffix_ull : "ull");
   case SC_CHAR: return arena_printf(a, "((signed char)%d)", (int8_t)value_int(v));
   case SC_SHORT: return arena_printf(a, "((short)%d)", (int16_t)value_int(v));
   case SC_UCHAR: return arena_printf(a, "((unsigned char)%uu)", (uint8_t)value_int(v));
@@ -359,8 +360,56 @@ static const char *acc_update(R *r, UOp *red, const char *acc, const char *v) {
   return fix_type(r, dt, e);
 }
 
+char *render_replace(Arena *a, const char *s, const char *from, const char *to) {
+  SB b;
+  sb_init(&b, a);
+  size_t fl = strlen(from);
+  for (const char *q; (q = strstr(s, from)); s = q + fl) { sb_put(&b, s, (size_t)(q - s)); sb_str(&b, to); }
+  sb_str(&b, s);
+  return b.s;
+}
+
+void render_launch(const Program *p, const RenderBackend *be, RenderLaunch *l) {
+  memset(l, 0, sizeof *l);
+  for (int k = 0; k < 3; k++) l->size[k] = 1;
+  if (!be->gid[0]) return;
+  int lo = 0, hi = p->ninst, n = 0;
+  UOp *loops[3];
+  for (int depth = 0; depth < 3; depth++) {
+    int nloop = 0, li = -1;
+    bool other = false;
+    for (int i = lo; i < hi; i++) {
+      const LInst *in = &p->inst[i];
+      if (in->depth != depth) continue;
+      if (in->kind == LK_LOOP) { nloop++; li = i; }
+      else if (in->kind == LK_ACC || in->kind == LK_ACCUM || in->kind == LK_STORE) other = true;
+    }
+    if (nloop != 1 || other || p->inst[li].u->src[0]->op != OP_CONST) break;
+    loops[n++] = p->inst[li].u;
+    lo = li + 1;
+    while (hi > lo && !(p->inst[hi - 1].kind == LK_ENDLOOP && p->inst[hi - 1].u == loops[n - 1] && p->inst[hi - 1].depth == depth)) hi--;
+    hi--;
+  }
+  /* innermost is dimension 0; drop inner loops while a dimension exceeds its limit */
+  for (; n > 0; n--) {
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+      int64_t sz = loops[i]->src[0]->arg->i, mx = be->gid_max[n - 1 - i];
+      if (sz < 1 || (mx && sz > mx)) ok = false;
+    }
+    if (ok) break;
+  }
+  l->n = n;
+  for (int i = 0; i < n; i++) {
+    l->loops[i] = loops[i]; l->dim[i] = n - 1 - i;
+    l->size[n - 1 - i] = loops[i]->src[0]->arg->i;
+  }
+}
+
 char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
   R r = {.a = a, .be = be, .p = p};
+  RenderLaunch launch;
+  render_launch(p, be, &launch);
   map_init(&r.names, a); map_init(&r.uses, a); map_init(&r.usedepth, a);
   for (int i = 0; i < p->ninst; i++) {
     const LInst *in = &p->inst[i];
@@ -392,6 +441,9 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
     case LK_LOOP: {
       const char *rn = nm(&r, u);
       sb_indent(&b, d);
+      int li = -1;
+      for (int k = 0; k < launch.n; k++) if (launch.loops[k] == u) li = k;
+      if (li >= 0) { sb_printf(&b, "int %s = (int)%s; if (%s < %s) {\n", rn, be->gid[launch.dim[li]], rn, nm(&r, u->src[0])); break; }
       sb_printf(&b, "for (int %s = 0; %s < %s; %s++) {\n", rn, rn, nm(&r, u->src[0]), rn);
       break;
     }
@@ -470,7 +522,7 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
   SB b;
   sb_init(&b, a);
   /* every section is guarded, so preludes of several kernels can share one translation unit */
-  sb_str(&b, "#include <math.h>\n");
+  sb_str(&b, be->prelude_head ? be->prelude_head : "#include <math.h>\n");
   if (be->emulated_16bit && nd.half) sb_printf(&b, "#ifndef TGC_HALF\n#define TGC_HALF\n%s#endif\n", prelude_half);
   if (be->emulated_16bit && nd.bf16) sb_printf(&b, "#ifndef TGC_BF16\n#define TGC_BF16\n%s#endif\n", prelude_bf16);
   if (nd.pow) sb_printf(&b, "#ifndef TGC_POW\n#define TGC_POW\n%s#endif\n", prelude_pow);
@@ -482,7 +534,7 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
     sb_printf(&b, "static inline %s tg_bc_%s_%s(%s x) { union { %s a; %s b; } u; u.a = x; return u.b; }\n#endif\n", be->type_name(t),
               fs, ts, be->type_name(f), be->type_name(f), be->type_name(t));
   }
-  return b.s;
+  return be->prelude_fix ? be->prelude_fix(a, b.s) : b.s;
 }
 
 char *render_kernel(Arena *a, const Program *p, const RenderBackend *be) {

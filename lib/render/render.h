@@ -22,8 +22,24 @@ typedef struct RenderBackend {
   bool emulated_16bit;         /* half/bfloat16 held as float, stored as unsigned short */
   const char *(*type_name)(const DType *dt);   /* C type of a scalar value of dt */
   const char *(*storage_name)(const DType *dt);/* C type of a buffer element of dt */
+  /* GPU backends (NULL/0 in the C backend): */
+  const char *prelude_head;    /* first prelude lines (NULL: "#include <math.h>") */
+  char *(*prelude_fix)(Arena *a, char *prelude); /* rewrites the printed prelude (qualifiers, types) */
+  const char *suffix_ll, *suffix_ull;            /* 64-bit literal suffixes (NULL: "ll", "ull") */
+  const char *gid[3];          /* index expression of launch dimension 0..2 (NULL: no launch dims) */
+  int64_t gid_max[3];          /* largest launch size per dimension (0: unlimited) */
 } RenderBackend;
 extern const RenderBackend render_c;
+extern const RenderBackend render_opencl;  /* lib/render/opencl.c */
+extern const RenderBackend render_cuda;    /* lib/render/cuda.c */
+
+/* the output loops a GPU backend runs as launch dimensions: the chain of outermost RANGEs with a
+ * constant end that are the only loop (and have no accumulator or store beside them) at their
+ * depth, at most 3; the innermost one is dimension 0. size[d] is the launch size of dimension d. */
+typedef struct RenderLaunch { int n; UOp *loops[3]; int dim[3]; int64_t size[3]; } RenderLaunch;
+void render_launch(const Program *p, const RenderBackend *be, RenderLaunch *l);
+/* s with every occurrence of from replaced by to (for prelude_fix hooks) */
+char *render_replace(Arena *a, const char *s, const char *from, const char *to);
 
 /* the helpers (includes, half/bfloat16 conversion, pow, threefry, bitcasts) that these
  * programs need, once for one translation unit */

@@ -111,14 +111,31 @@ static int perm_fill(uint8_t *out, int n) {
   }
 }
 
-static const CPat *cpat_compile(Arena *A, const UPat *p) {
+/* the canonical pointer of a pattern name, so that bind compares names by pointer: the first
+ * pointer seen by pm_new (rule tables name patterns with literals, which the callbacks' m_get
+ * literals usually share), else a process-lifetime copy (upat_match's UPats may be transient) */
+static const char *name_intern(const char *name, bool keep) {
+  static const char **names; static int n, cap;
+  if (!name) return NULL;
+  for (int i = 0; i < n; i++) if (names[i] == name) return names[i];
+  for (int i = 0; i < n; i++) if (strcmp(names[i], name) == 0) return names[i];
+  if (n == cap) {
+    cap = cap ? cap * 2 : 64;
+    const char **g = arena_alloc(&pm_arena, sizeof(char *) * (size_t)cap);
+    if (n) memcpy(g, names, sizeof(char *) * (size_t)n);
+    names = g;
+  }
+  return names[n++] = keep ? name : arena_strdup(&pm_arena, name);
+}
+
+static const CPat *cpat_compile(Arena *A, const UPat *p, bool keep) {
   CPat *c = arena_alloc(A, sizeof *c);
   c->srcmode = p->srcmode;
   c->nsrc = p->nsrc;
   if (p->srcmode != PS_NONE && p->nsrc < 0) tg_fail(TG_EINTERNAL, "UPat with a negative src count");
   if (p->nsrc) {
     c->src = arena_alloc(A, sizeof(CPat *) * (size_t)p->nsrc);
-    for (int i = 0; i < p->nsrc; i++) c->src[i] = cpat_compile(A, p->src[i]);
+    for (int i = 0; i < p->nsrc; i++) c->src[i] = cpat_compile(A, p->src[i], keep);
   }
   if (p->srcmode == PS_ANY) {  /* UPatAny.match looks at nothing but its alternatives */
     c->simple = false;
@@ -130,7 +147,7 @@ static const CPat *cpat_compile(Arena *A, const UPat *p) {
   c->dtcount = p->dtcount > 1 ? p->dtcount : 1;
   if (p->has_cval) { c->has_num = true; c->num = p->cval; }
   if (p->has_argop) { c->has_num = true; c->num = (double)p->argop; }
-  c->name = p->name;
+  c->name = name_intern(p->name, keep);
   c->pred = p->pred;
   /* strict_length / required_len as UPat.__init__ (a repeat src or no src: any length) */
   bool tuple_like = p->srcmode == PS_TUPLE || p->srcmode == PS_PERM;
@@ -214,10 +231,10 @@ UOp *m_get(const Match *m, const char *name) {
   if (!u) tg_fail(TG_EINTERNAL, "pattern callback asked for unbound name '%s'", name);
   return u;
 }
-/* store.setdefault(name, u) is u: binds when new (returns true), checks identity otherwise */
+/* store.setdefault(name, u) is u: binds when new (returns true), checks identity otherwise;
+ * name is interned (name_intern) like every name bind stores, so pointers compare */
 static bool bind(Match *m, const char *name, UOp *u) {
-  UOp *b = m_find(m, name);
-  if (b) return b == u;
+  for (int i = 0; i < m->n; i++) if (m->names[i] == name) return m->vals[i] == u;
   if (m->n >= 16) tg_fail(TG_EINTERNAL, "pattern binds more than 16 names");
   m->names[m->n] = name; m->vals[m->n] = u; m->n++;
   return true;
@@ -291,7 +308,7 @@ static UOp *mgoal(const CPat *p, UOp *u, const Cont *k, Match *m, const Env *e) 
 
 bool upat_match(const UPat *p, UOp *u, Match *m) {
   ArenaMark mk = arena_mark(&uctx->scratch);
-  const CPat *c = cpat_compile(&uctx->scratch, p);
+  const CPat *c = cpat_compile(&uctx->scratch, p, false);
   m->root = u; m->n = 0;
   Env e = {NULL, NULL};
   bool ok = mgoal(c, u, NULL, m, &e) != NULL;
@@ -314,7 +331,7 @@ PM *pm_new(const Rule *rules, int n) {
   const CPat **cp = arena_alloc(&pm_arena, sizeof(CPat *) * (size_t)(n ? n : 1));
   int count[OP_COUNT] = {0}, total = 0;
   for (int r = 0; r < n; r++) {
-    cp[r] = cpat_compile(&pm_arena, rules[r].pat);
+    cp[r] = cpat_compile(&pm_arena, rules[r].pat, true);
     if (cp[r]->srcmode == PS_ANY || !cp[r]->has_ops) tg_fail(TG_EINTERNAL, "rule %d: a PatternMatcher rule needs an op", r);
     for (int o = 1; o < OP_COUNT; o++) if (opset_has(cp[r]->ops, (Op)o)) { count[o]++; total++; }
   }

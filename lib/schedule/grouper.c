@@ -22,6 +22,21 @@ bool always_contiguous(Op op) {
 /* an ordered set of UOps is a UMap with NULL values */
 static void uset_add(UMap *s, UOp *u) { bool isnew; map_slot(s, u, uop_h(u), &isnew); }
 
+/* decision recording for `tgc explain` (schedule.h); off unless a caller sets sched_why */
+SchedWhy *sched_why = NULL;
+void sched_why_note(UOp *u, SchedWhyCode code) {
+  if (!sched_why || umap_has(&sched_why->why, u)) return;
+  umap_put(&sched_why->why, u, (void *)(intptr_t)code);
+}
+static SchedWhyCode why_of_op(Op op) {
+  switch (op) {
+  case OP_CONTIGUOUS: return WHY_CONTIGUOUS;
+  case OP_ASSIGN: return WHY_ASSIGN;
+  case OP_COPY: return WHY_COPY;
+  default: return WHY_BUFFER_VIEW;
+  }
+}
+
 /* can_pad (uop/ops.py): no unsafe-pad op between root and the realized edges */
 static bool gate_not_in_edges(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
 bool can_pad(UOp *root, const UMap *edges) {
@@ -35,14 +50,20 @@ static UOp *rw_realize_sink_parents(const Match *m, void *ctx) {
   UOp *s = m_get(m, "s");
   for (int i = 0; i < s->nsrc; i++) {
     UOp *b = u_base(s->src[i]);
-    if (!always_contiguous((Op)b->op)) uset_add(ctx, b);
+    if (!always_contiguous((Op)b->op)) { uset_add(ctx, b); sched_why_note(b, WHY_SINK); }
   }
   return NULL;
 }
-static UOp *rw_realize(const Match *m, void *ctx) { uset_add(ctx, m_get(m, "tr")); return NULL; }
+static UOp *rw_realize(const Match *m, void *ctx) {
+  UOp *tr = m_get(m, "tr");
+  uset_add(ctx, tr);
+  sched_why_note(tr, why_of_op((Op)tr->op));
+  return NULL;
+}
 static UOp *rw_realize_parents(const Match *m, void *ctx) {
   UOp *rb = m_get(m, "rb");
-  for (int i = 0; i < rb->nsrc; i++) if (!always_contiguous((Op)rb->src[i]->op)) uset_add(ctx, rb->src[i]);
+  for (int i = 0; i < rb->nsrc; i++)
+    if (!always_contiguous((Op)rb->src[i]->op)) { uset_add(ctx, rb->src[i]); sched_why_note(rb->src[i], WHY_COPY_SRC); }
   return NULL;
 }
 static UOp *rw_realize_before_view(const Match *m, void *ctx) {
@@ -51,7 +72,7 @@ static UOp *rw_realize_before_view(const Match *m, void *ctx) {
   bool masked = false;
   for (int i = 0; i < st->nviews; i++) if (st->views[i]->mask) masked = true;
   // always realize unsafe pad ops before masked view
-  if (masked && !can_pad(tr, ctx)) { uset_add(ctx, tr); return NULL; }
+  if (masked && !can_pad(tr, ctx)) { uset_add(ctx, tr); sched_why_note(tr, WHY_UNSAFE_PAD); return NULL; }
   SList trs = u_shape(tr);
   // fold simple pads
   const View *last = st->views[st->nviews - 1];
@@ -61,7 +82,10 @@ static UOp *rw_realize_before_view(const Match *m, void *ctx) {
     if (!si_resolve_lt(sl_prod(trs), p, false)) return NULL; /* resolve(prod >= p) == not resolve(prod < p) */
   }
   // realize before expand
-  if (si_resolve_lt(sl_prod(trs), sl_prod(st_shape(st)), true) && !uctx->opt.dont_realize_expand) uset_add(ctx, tr);
+  if (si_resolve_lt(sl_prod(trs), sl_prod(st_shape(st)), true) && !uctx->opt.dont_realize_expand) {
+    uset_add(ctx, tr);
+    sched_why_note(tr, WHY_EXPAND);
+  }
   return NULL;
 }
 
@@ -95,7 +119,14 @@ typedef struct GroupCtx {
   UOp *r; Sint rsize;
   const UMap *children, *realizes, *reduce_for_op;
   UMap *group, cache;
+  SchedWhyCode why; /* for explain: why r itself was put in the group (first reason) */
 } GroupCtx;
+
+/* r goes into its own group (it cannot fuse with its children), remembering why */
+static void group_self(GroupCtx *g, SchedWhyCode why) {
+  if (!g->why) g->why = why;
+  uset_add(g->group, g->r);
+}
 
 /* dedup(unwrap(x.st) for x in tr_next.src if x.base is tr): count (0, 1 or 2 meaning "more") and the first */
 static int st_childs(UOp *tr_next, UOp *tr, const ShapeTracker **first) {
@@ -129,8 +160,8 @@ static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
       map_put(&g->cache, (void *)key, key->hash, NULL);
       if (umap_has(g->realizes, f->tr) && f->tr != g->r) {
         // can only fuse contiguous; max one reduceop per kernel
-        if (!st_contiguous(f->st) || si_resolve_ne(st_size(f->st), g->rsize, true) || umap_has(g->reduce_for_op, f->tr))
-          uset_add(g->group, g->r);
+        if (!st_contiguous(f->st) || si_resolve_ne(st_size(f->st), g->rsize, true)) group_self(g, WHY_NONCONTIG);
+        else if (umap_has(g->reduce_for_op, f->tr)) group_self(g, WHY_OTHER_REDUCE);
         uset_add(g->group, f->tr);
         stack.n--;
         continue;
@@ -150,10 +181,10 @@ static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
     f->next++;
     UOp *tr_next = e->key;
     // max one reduceop per kernel
-    if (tr_next->op == OP_REDUCE_AXIS) { uset_add(g->group, g->r); stack.n--; continue; }
+    if (tr_next->op == OP_REDUCE_AXIS) { group_self(g, WHY_SECOND_REDUCE); stack.n--; continue; }
     // can only fuse contiguous
     const ShapeTracker *first;
-    if (st_childs(tr_next, f->tr, &first) > 1) { uset_add(g->group, g->r); stack.n--; continue; }
+    if (st_childs(tr_next, f->tr, &first) > 1) { group_self(g, WHY_NONCONTIG); stack.n--; continue; }
     GFrame *nf = arena_alloc(&uctx->scratch, sizeof *nf);
     *nf = (GFrame){tr_next, st_concat(f->st, first), -1};
     vec_push(&stack, nf);
@@ -214,8 +245,9 @@ UMap group_realizes(UOp *sink) {
     }
     // TODO: forced_realize exists because the scheduler is incapable of checking for self-contained DAGs
     bool forced_realize = umap_has(&group, r);
+    SchedWhyCode why = forced_realize ? g.why : WHY_FORCED;
     // can only have one output
-    if (!forced_realize && group.live > 1) forced_realize = true;
+    if (!forced_realize && group.live > 1) { forced_realize = true; why = WHY_CHILDREN; }
     // can only fuse assign if no other assign_target is used in the kernel
     if (!forced_realize) {
       UMap targets;
@@ -233,7 +265,11 @@ UMap group_realizes(UOp *sink) {
           UOp *p = u_base(vec_pop(&parents));
           if (umap_has(&seen, p)) continue;
           uset_add(&seen, p);
-          if (p->op == OP_BUFFER && umap_has(&assigns, p) && !umap_has(&targets, p)) { forced_realize = true; can_chase = false; }
+          if (p->op == OP_BUFFER && umap_has(&assigns, p) && !umap_has(&targets, p)) {
+            forced_realize = true;
+            can_chase = false;
+            why = WHY_ASSIGN_TARGET;
+          }
           if (umap_has(&realizes, p)) continue;
           for (int j = 0; j < p->nsrc; j++) vec_push(&parents, p->src[j]);
         }
@@ -263,6 +299,7 @@ UMap group_realizes(UOp *sink) {
       umap_init(&group, ga());
       uset_add(&group, tr);
       uset_add(&realizes, tr);
+      sched_why_note(tr, why);
     }
     MAP_EACH(&group, e) umap_put(&reduce_for_op, e->key, r);
   }

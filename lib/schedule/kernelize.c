@@ -129,6 +129,7 @@ static UOp *split_reduceop(const Match *m, void *ctx) {
   UOp *r1 = u_r(splitted, rop, na, axes);
   int last = rs.n;
   UOp *r2 = u_r(r1, rop, 1, &last);
+  if (sched_why) { sched_why->nsplit++; sched_why_note(r1, WHY_SPLIT_REDUCEOP); }
   return u_reshape(r2, rs);
 }
 
@@ -695,6 +696,7 @@ static UOp *limit_bufs(const Match *m, void *ctx) {
     UOp *s = root->src[i];
     ns[i] = umap_has(&bufs, u_base(s)) ? s : mk_contiguous(uop_with_tag(s, v_int(1)));
   }
+  if (sched_why) sched_why->nlimit_bufs++;
   return replace_src(root, root->nsrc, ns);
 }
 static UOp *rw_merge_contig(const Match *m, void *ctx) { return m_get(m, "x")->src[0]; }
@@ -814,6 +816,7 @@ static UMap kernelize_run(UOp *sink, const char *stop) {
   UMap replace_ctx;
   umap_init(&replace_ctx, ga());
   UMap tm = graph_rewrite_map(sink, pm_merge_views_pass, &replace_ctx, false, NULL, NULL);
+  if (sched_why) sched_why->mv = tm;
   if (stage_is(stop, "merge_views")) return tm;
 
   // insert contiguous in places determined by the realize map

@@ -33,4 +33,17 @@ UMap get_kernelize_map(UOp *sink);                          /* uses uctx->opt */
 Schedule *create_schedule(UOp *sink);                       /* kernelize + ordering */
 void type_verify_tensor(UList uops);                        /* fails with TG_EINPUT naming the op */
 
+/* optional decision recording for `tgc explain` (NULL by default; recording never changes a
+ * decision). While set, the scheduler writes into it: why, each tensor uop it realizes -> its
+ * SchedWhyCode (first reason wins, as (void *)(intptr_t)code); mv, the merge_views map (input uop
+ * -> the uop group_realizes sees); nlimit_bufs / nsplit, how often limit_bufs / split_reduceop fired. */
+typedef enum SchedWhyCode {
+  WHY_NONE, WHY_SINK, WHY_CONTIGUOUS, WHY_ASSIGN, WHY_COPY, WHY_BUFFER_VIEW, WHY_COPY_SRC, WHY_UNSAFE_PAD,
+  WHY_EXPAND, WHY_SECOND_REDUCE, WHY_NONCONTIG, WHY_OTHER_REDUCE, WHY_CHILDREN, WHY_ASSIGN_TARGET,
+  WHY_FORCED, WHY_LIMIT_BUFS, WHY_SPLIT_REDUCEOP, WHY_N
+} SchedWhyCode;
+typedef struct SchedWhy { UMap why, mv; int nlimit_bufs, nsplit; } SchedWhy;
+extern SchedWhy *sched_why;
+void sched_why_note(UOp *u, SchedWhyCode code);            /* records u's reason when sched_why is set */
+
 #endif

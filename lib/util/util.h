@@ -56,6 +56,7 @@ static inline uint64_t hash_mix(uint64_t h, uint64_t x) {
   return h;
 }
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
+void sha256_hex(const void *data, size_t n, char out[65]); /* SHA-256 of data as 64 hex digits (sha256.c) */
 
 /* ---- errors ---- */
 enum { TG_OK = 0, TG_ECHECK = 1, TG_EUSAGE = 2, TG_EINPUT = 3, TG_EDEVICE = 4, TG_EINTERNAL = 70 };

@@ -1,0 +1,45 @@
+/* cuda.c: the CUDA C++ backend of the renderer (tinygrad's CUDARenderer, renderer/cstyle.py),
+ * compiled with NVRTC (no host headers).
+ *
+ * Kernels are `extern "C" __global__ void NAME(float* __restrict__ data0, ...)`; the output loops
+ * chosen by render_launch become blockIdx.x*blockDim.x+threadIdx.x (dimension 0, the innermost,
+ * blocks of up to 256 threads, guarded by `if (ridx < n)`), blockIdx.y and blockIdx.z (at most
+ * 65535 each); the rest stay loops in the thread. half and bfloat16 keep the C backend's 16-bit
+ * emulation (float values rounded after every op, stored as 16-bit words), so results match the
+ * CPU runtime; prelude_fix makes the shared helpers __device__ functions. */
+#include "render.h"
+
+static const char *cu_type(const DType *d) {
+  switch (d->scalar) {
+  case SC_BOOL: return "bool";
+  case SC_CHAR: return "signed char";
+  case SC_UCHAR: return "unsigned char";
+  case SC_SHORT: return "short";
+  case SC_USHORT: return "unsigned short";
+  case SC_INT: return "int";
+  case SC_UINT: return "unsigned int";
+  case SC_LONG: return "long long";
+  case SC_ULONG: return "unsigned long long";
+  case SC_HALF: case SC_BFLOAT16: case SC_FLOAT: return "float";
+  case SC_DOUBLE: return "double";
+  case SC_VOID: return "void";
+  default: tg_fail(TG_EINPUT, "the CUDA renderer has no type for %s", dt_short_name((Scalar)d->scalar));
+  }
+}
+static const char *cu_storage(const DType *d) {
+  if (d->scalar == SC_HALF) return "tg_half";
+  if (d->scalar == SC_BFLOAT16) return "tg_bf16";
+  return cu_type(d);
+}
+static char *cu_fix(Arena *a, char *s) {
+  s = render_replace(a, s, "static inline ", "static __device__ inline ");
+  return render_replace(a, s, "static const unsigned int rot", "const unsigned int rot");
+}
+const RenderBackend render_cuda = {
+  .name = "cuda", .ext = ".cu", .kernel_prefix = "extern \"C\" __global__ void", .buffer_prefix = "", .buffer_suffix = " __restrict__",
+  .readonly_prefix = "const ", .arg_int_prefix = "const int", .infinity = "INFINITY", .nan = "NAN",
+  .emulated_16bit = true, .type_name = cu_type, .storage_name = cu_storage,
+  .prelude_head = "#define INFINITY (__int_as_float(0x7f800000))\n#define NAN (__int_as_float(0x7fffffff))\n",
+  .prelude_fix = cu_fix,
+  .gid = {"(blockIdx.x*blockDim.x+threadIdx.x)", "blockIdx.y", "blockIdx.z"}, .gid_max = {2147483647, 65535, 65535},
+};

@@ -1,0 +1,310 @@
+/* test_gpu: the OpenCL and CUDA backends (lib/render/opencl.c, cuda.c, lib/runtime/opencl.c, cuda.c,
+ * driver_compile_gpu / driver_run_device).
+ *
+ *   launch         render_launch maps output loops to launch dimensions (innermost is dimension 0)
+ *   opencl_numeric every numeric corpus case runs on OpenCL (PoCL here) and matches tinygrad's
+ *                  recorded outputs (skipped when there is no OpenCL platform)
+ *   opencl_parse   every .cl that `compile -t opencl` writes for ~50 corpus graphs parses with libclang
+ *                  (-x cl -cl-std=CL1.2) without any diagnostic
+ *   cuda_ptx       every kernel of ~100 corpus graphs rendered for CUDA compiles to PTX with NVRTC
+ *                  (skipped when libnvrtc.so is absent)
+ *   opencl_host    the generated host.c builds with -lOpenCL and reproduces tinygrad's outputs
+ *   cuda_no_device without libcuda.so.1, `run -d cuda` fails TG_EDEVICE "no CUDA device" */
+#include <criterion/criterion.h>
+#include <clang-c/Index.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "driver/driver.h"
+#include "render/render.h"
+#include "runtime/gpu.h"
+
+static UCtx *outer_ctx;
+static UCtx *case_begin(void) { outer_ctx = uctx; return uop_ctx_new(); }
+static void case_end(UCtx *c) { uop_ctx_free(c); uctx = outer_ctx; }
+
+static const char *oracle(void) {
+  const char *o = getenv("TGC_ORACLE");
+  return o && *o ? o : "../shared/oracle";
+}
+static char tmp_root[] = "/tmp/tgc_gpu_XXXXXX";
+static const char *tmpdir(void) {
+  static bool made;
+  if (!made) { cr_assert(mkdtemp(tmp_root) != NULL); made = true; }
+  return tmp_root;
+}
+/* sorted corpus case names under oracle()/sub */
+static int list_cases(const char *sub, char ***out) {
+  char *dirp = arena_printf(ga(), "%s/%s", oracle(), sub);
+  DIR *d = opendir(dirp);
+  cr_assert(d != NULL, "no corpus at %s", dirp);
+  int n = 0, cap = 64;
+  char **v = arena_alloc(ga(), sizeof *v * (size_t)cap);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if (l < 12 || strcmp(e->d_name + l - 11, ".graph.json")) continue;
+    if (n == cap) {
+      char **nv = arena_alloc(ga(), sizeof *nv * (size_t)cap * 2);
+      memcpy(nv, v, sizeof *v * (size_t)n);
+      v = nv;
+      cap *= 2;
+    }
+    v[n++] = arena_printf(ga(), "%.*s", (int)(l - 11), e->d_name);
+  }
+  closedir(d);
+  for (int i = 1; i < n; i++) for (int j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) { char *t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
+  *out = v;
+  return n;
+}
+
+/* ---- launch ---- */
+Test(gpu, launch) {
+  UCtx *top = uop_ctx_new();
+  /* numeric.expand_reshape: tinygrad names its kernels E_3_5_4 and E_60 (loops 3, 5, 4) */
+  Graph *g = graph_read_file(arena_printf(ga(), "%s/numeric/numeric.expand_reshape.fe98bf.graph.json", oracle()));
+  Schedule *s = driver_schedule(g);
+  int seen = 0;
+  for (int i = 0; i < s->nitems; i++) {
+    if (s->items[i].ast->op != OP_SINK) continue;
+    Program *p = lower_kernel(s->items[i].ast, NULL);
+    RenderLaunch cl, cu, c;
+    render_launch(p, &render_opencl, &cl);
+    render_launch(p, &render_cuda, &cu);
+    render_launch(p, &render_c, &c);
+    cr_expect_eq(cl.n, 3, "%s: %d launch dims", p->name, cl.n);
+    cr_expect(cl.size[0] == 4 && cl.size[1] == 5 && cl.size[2] == 3, "%s: sizes %lld %lld %lld", p->name,
+              (long long)cl.size[0], (long long)cl.size[1], (long long)cl.size[2]);
+    cr_expect_eq(cu.n, 3);
+    cr_expect_eq(c.n, 0, "the C backend has no launch dims");
+    char *src = render_function(ga(), p, &render_opencl);
+    cr_expect(strstr(src, "get_global_id(0)") && strstr(src, "__kernel void"), "%s", src);
+    src = render_function(ga(), p, &render_cuda);
+    cr_expect(strstr(src, "extern \"C\" __global__ void") && strstr(src, "blockIdx.x*blockDim.x+threadIdx.x"), "%s", src);
+    seen++;
+  }
+  cr_expect_eq(seen, 2);
+  uop_ctx_free(top);
+}
+
+/* ---- opencl_numeric ---- */
+static int run_case(const char *name, const char *dev, char *why, size_t wn) {
+  UCtx *c = case_begin();
+  volatile int ok = 0;
+  TgTry t;
+  if (TG_TRY(t)) {
+    Graph *g = graph_read_file(arena_printf(ga(), "%s/numeric/%s.graph.json", oracle(), name));
+    Expect *x = expect_read_file(arena_printf(ga(), "%s/numeric/%s.expect.json", oracle(), name));
+    Schedule *s = driver_schedule(g);
+    driver_check_inputs(g, s);
+    DriverRun *r = driver_run_device(g, s, dev);
+    ok = driver_compare(r, x, why, wn);
+    /* the comparison can fail: perturb one float element of a float output */
+    if (ok && r->noutputs && r->outs[0].dtype->scalar == SC_FLOAT && r->outs[0].nbytes >= 4) {
+      ((float *)r->outs[0].data)[0] = ((float *)r->outs[0].data)[0] * 2.0f + 1.0f;
+      char w2[256];
+      if (driver_compare(r, x, w2, sizeof w2)) { ok = 0; snprintf(why, wn, "a perturbed output still matched"); }
+    }
+    tg_try_end(&t);
+  } else snprintf(why, wn, "error %d: %.900s", tg_last_error.code, tg_last_error.msg);
+  case_end(c);
+  return ok;
+}
+Test(gpu, opencl_numeric, .timeout = 900) {
+  char w[256];
+  if (!rtcl_available(w, sizeof w)) cr_skip_test("%s", w);
+  UCtx *top = uop_ctx_new();
+  char **names;
+  int n = list_cases("numeric", &names), pass = 0;
+  for (int i = 0; i < n; i++) {
+    char why[1024] = "";
+    if (run_case(names[i], "opencl", why, sizeof why)) pass++;
+    else cr_log_warn("%s: %s", names[i], why);
+  }
+  cr_expect_geq(n, 38);
+  cr_expect_eq(pass, n, "%d of %d numeric cases match on OpenCL", pass, n);
+  uop_ctx_free(top);
+}
+
+/* ---- opencl_parse ---- */
+static int clang_problems(CXIndex idx, const char *path, char *why, size_t wn) {
+  const char *args[] = {"-x", "cl", "-cl-std=CL1.2", "-Xclang", "-finclude-default-header", "-Wall", "-Wextra", "-Wno-unused-function", "-Wno-unused-parameter"};
+  CXTranslationUnit tu = clang_parseTranslationUnit(idx, path, args, 9, NULL, 0, CXTranslationUnit_None);
+  if (!tu) { snprintf(why, wn, "%s: libclang could not parse it", path); return 1; }
+  int bad = 0;
+  for (unsigned i = 0; i < clang_getNumDiagnostics(tu); i++) {
+    CXDiagnostic d = clang_getDiagnostic(tu, i);
+    if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Note) {
+      if (!bad) {
+        CXString s = clang_formatDiagnostic(d, clang_defaultDiagnosticDisplayOptions());
+        snprintf(why, wn, "%s", clang_getCString(s));
+        clang_disposeString(s);
+      }
+      bad = 1;
+    }
+    clang_disposeDiagnostic(d);
+  }
+  clang_disposeTranslationUnit(tu);
+  return bad;
+}
+/* compile every step-th case of sub for target into tmp dirs; calls fn on every file with ext */
+typedef int (*FileCheck)(void *ctx, const char *path, char *why, size_t wn);
+static void compile_sample(const char *sub, int want, const char *target, const char *ext, FileCheck fn, void *ctx, int *graphs, int *files, int *bad) {
+  char **names;
+  int n = list_cases(sub, &names);
+  int step = n > want ? n / want : 1;
+  for (int i = 0; i < n; i += step) {
+    UCtx *c = case_begin();
+    char *dir = arena_printf(ga(), "%s/%s_%s_%d", tmpdir(), target, sub, i);
+    TgTry t;
+    if (TG_TRY(t)) {
+      Graph *g = graph_read_file(arena_printf(ga(), "%s/%s/%s.graph.json", oracle(), sub, names[i]));
+      driver_compile_gpu(g, driver_schedule(g), dir, target);
+      tg_try_end(&t);
+      (*graphs)++;
+      DIR *d = opendir(dir);
+      struct dirent *e;
+      while (d && (e = readdir(d))) {
+        size_t l = strlen(e->d_name), el = strlen(ext);
+        if (l <= el || strcmp(e->d_name + l - el, ext)) continue;
+        char why[2048] = "", *p = arena_printf(ga(), "%s/%s", dir, e->d_name);
+        (*files)++;
+        if (fn(ctx, p, why, sizeof why)) { (*bad)++; cr_log_warn("%s: %s", names[i], why); }
+      }
+      if (d) closedir(d);
+    } else if (tg_last_error.code != TG_EDEVICE) cr_log_warn("%s: error %d: %s", names[i], tg_last_error.code, tg_last_error.msg);
+    case_end(c);
+  }
+}
+static int clang_check(void *ctx, const char *path, char *why, size_t wn) { return clang_problems(ctx, path, why, wn); }
+Test(gpu, opencl_parse, .timeout = 600) {
+  UCtx *top = uop_ctx_new();
+  CXIndex idx = clang_createIndex(0, 0);
+  int graphs = 0, files = 0, bad = 0;
+  /* the check can fail: OpenCL has no exp2f (the prelude maps it to exp2) */
+  char *neg = arena_printf(ga(), "%s/neg.cl", tmpdir()), nwhy[512];
+  cr_assert(write_file_atomic(neg, "__kernel void k(__global float* d) { d[0] = exp2f(1.0f); }\n", strlen("__kernel void k(__global float* d) { d[0] = exp2f(1.0f); }\n")));
+  cr_expect_eq(clang_problems(idx, neg, nwhy, sizeof nwhy), 1, "a bad .cl file parsed cleanly");
+  compile_sample("schedule", 40, "opencl", ".cl", clang_check, idx, &graphs, &files, &bad);
+  compile_sample("numeric", 10, "opencl", ".cl", clang_check, idx, &graphs, &files, &bad);
+  clang_disposeIndex(idx);
+  cr_log_info("opencl_parse: %d graphs, %d .cl files, %d with diagnostics", graphs, files, bad);
+  cr_expect_geq(graphs, 40);
+  cr_expect_geq(files, 60);
+  cr_expect_eq(bad, 0, "%d of %d .cl files have diagnostics", bad, files);
+  uop_ctx_free(top);
+}
+
+/* ---- cuda_ptx ---- */
+static int nvrtc_check(void *ctx, const char *path, char *why, size_t wn) {
+  FILE *f = fopen(path, "rb");
+  if (!f) { snprintf(why, wn, "%s: cannot read", path); return 1; }
+  char *src = arena_alloc(ga(), 1 << 20);
+  size_t n = fread(src, 1, (1 << 20) - 1, f);
+  fclose(f);
+  src[n] = 0;
+  char *log = NULL;
+  char *ptx = rtcu_compile_ptx(ga(), src, path, "compute_80", &log);
+  if (!ptx || !strstr(ptx, ".entry")) { snprintf(why, wn, "%s: %s", path, log ? log : "no PTX"); return 1; }
+  (*(int *)ctx)++;
+  return 0;
+}
+Test(gpu, cuda_ptx, .timeout = 600) {
+  if (!rtcu_nvrtc_available()) cr_skip_test("no NVRTC (libnvrtc.so)");
+  UCtx *top = uop_ctx_new();
+  int graphs = 0, files = 0, bad = 0, ptx = 0;
+  compile_sample("schedule", 90, "cuda", ".cu", nvrtc_check, &ptx, &graphs, &files, &bad);
+  compile_sample("numeric", 10, "cuda", ".cu", nvrtc_check, &ptx, &graphs, &files, &bad);
+  cr_log_info("cuda_ptx: %d graphs, %d .cu files, %d failed", graphs, files, bad);
+  cr_expect_geq(graphs, 80);
+  cr_expect_geq(files, 120);
+  cr_expect_eq(ptx, files - bad);
+  cr_expect_eq(bad, 0, "%d of %d .cu files do not compile", bad, files);
+  uop_ctx_free(top);
+}
+
+/* ---- opencl_host ---- */
+static int host_case(const char *name, char *why, size_t wn) {
+  UCtx *c = case_begin();
+  volatile int ok = 0;
+  TgTry t;
+  if (TG_TRY(t)) {
+    Graph *g = graph_read_file(arena_printf(ga(), "%s/numeric/%s.graph.json", oracle(), name));
+    Expect *x = expect_read_file(arena_printf(ga(), "%s/numeric/%s.expect.json", oracle(), name));
+    Schedule *s = driver_schedule(g);
+    char *dir = arena_printf(ga(), "%s/host_%s", tmpdir(), name);
+    driver_compile_gpu(g, s, dir, "opencl");
+    /* inputN.bin: the data of the N-th BUFFER row */
+    int nin = 0;
+    for (int i = 0; i < g->nrows; i++) {
+      if (!g->rows[i] || g->rows[i]->op != OP_BUFFER) continue;
+      for (int k = 0; k < g->ndata; k++)
+        if (g->data[k].buf == g->rows[i]) cr_assert(write_file_atomic(arena_printf(ga(), "%s/input%d.bin", dir, nin), g->data[k].bytes, g->data[k].nbytes));
+      nin++;
+    }
+    char *cmd = arena_printf(ga(), "cd %s && cc -O1 -w host.c -o host -lOpenCL 2>&1 && ./host . 2>&1", dir);
+    int rc = system(cmd);
+    if (rc != 0) snprintf(why, wn, "`%s` exited %d", cmd, rc);
+    else {
+      DriverRun *r = driver_run_cpu(g, s);
+      for (int i = 0; i < r->noutputs; i++) {
+        FILE *f = fopen(arena_printf(ga(), "%s/out%d.bin", dir, i), "rb");
+        cr_assert(f != NULL);
+        memset(r->outs[i].data, 0xAB, r->outs[i].nbytes);
+        cr_assert_eq(fread(r->outs[i].data, 1, r->outs[i].nbytes, f), r->outs[i].nbytes);
+        fclose(f);
+      }
+      ok = driver_compare(r, x, why, wn);
+    }
+    tg_try_end(&t);
+  } else {
+    snprintf(why, wn, "error %d: %.900s", tg_last_error.code, tg_last_error.msg);
+    if (tg_last_error.code == TG_EDEVICE && strstr(tg_last_error.msg, "not implemented")) ok = -1; /* multi-device */
+  }
+  case_end(c);
+  return ok;
+}
+Test(gpu, opencl_host, .timeout = 600) {
+  char w[256];
+  if (!rtcl_available(w, sizeof w)) cr_skip_test("%s", w);
+  if (access("/usr/include/CL/cl.h", R_OK) != 0) cr_skip_test("no OpenCL headers");
+  UCtx *top = uop_ctx_new();
+  char **names;
+  int n = list_cases("numeric", &names), tried = 0, pass = 0;
+  for (int i = 0; i < n; i += 5) {
+    char why[1024] = "";
+    int r = host_case(names[i], why, sizeof why);
+    if (r < 0) continue;
+    tried++;
+    if (r) pass++;
+    else cr_log_warn("%s: %s", names[i], why);
+  }
+  cr_expect_geq(tried, 6);
+  cr_expect_eq(pass, tried, "%d of %d host.c runs match", pass, tried);
+  uop_ctx_free(top);
+}
+
+/* ---- cuda_no_device ---- */
+Test(gpu, cuda_no_device) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) { dlclose(h); cr_skip_test("libcuda.so.1 is present"); }
+  UCtx *top = uop_ctx_new();
+  Graph *g = graph_read_file(arena_printf(ga(), "%s/numeric/numeric.expand_reshape.fe98bf.graph.json", oracle()));
+  Schedule *s = driver_schedule(g);
+  TgTry t;
+  volatile bool failed = false;
+  if (TG_TRY(t)) {
+    driver_run_device(g, s, "cuda");
+    tg_try_end(&t);
+  } else {
+    failed = true;
+    cr_expect_eq(tg_last_error.code, TG_EDEVICE);
+    cr_expect(strstr(tg_last_error.msg, "no CUDA device") != NULL, "%s", tg_last_error.msg);
+  }
+  cr_expect(failed);
+  uop_ctx_free(top);
+}
