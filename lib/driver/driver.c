@@ -318,6 +318,28 @@ static int cm_slot(CModel *m, UOp *buf) {
   return k;
 }
 
+/* the model's buffers: inputs are the graph's BUFFER rows in row order, then every buffer a
+ * schedule item touches; a BUFFER_VIEW's output aliases its base at the view's byte offset */
+static void cm_build(CModel *m, Arena *a, const Graph *g, const Schedule *s) {
+  map_init(&m->slot, a);
+  m->g = g;
+  m->inputs = arena_alloc(a, sizeof(UOp *) * (size_t)(g->nrows + 1));
+  for (int i = 0; i < g->nrows; i++) if (g->rows[i] && g->rows[i]->op == OP_BUFFER) m->inputs[m->ninputs++] = g->rows[i];
+  for (int i = 0; i < m->ninputs; i++) cm_slot(m, m->inputs[i]);
+  for (int i = 0; i < s->nitems; i++) {
+    const SchedItem *si = &s->items[i];
+    if (si->ast->op == OP_BUFFER_VIEW && si->nbufs >= 2 && si->bufs[0].buf->op == OP_BUFFER && cm_find(m, si->bufs[0].buf) < 0) {
+      int bs = cm_slot(m, si->bufs[1].buf), k = cm_add(m, si->bufs[0].buf);
+      m->b[k].base = bs;
+      m->b[k].alias_at_item = true;
+      m->b[k].off = (size_t)si->ast->arg->items[1]->i * (size_t)dt_base(si->bufs[1].buf->dtype)->itemsize;
+      m->b[k].nbytes = (size_t)si->bufs[0].buf->arg->i * (size_t)dt_base(si->bufs[0].buf->dtype)->itemsize;
+    }
+    for (int j = 0; j < si->nbufs; j++) cm_slot(m, si->bufs[j].buf);
+  }
+}
+
+
 /* "void E_4(float* restrict data0, ...)" from a rendered function */
 static const char *prototype(const char *fn) {
   const char *brace = strchr(fn, '{');
@@ -440,24 +462,8 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     names[i] = p->name;
     sources[i] = kernel_file(a, p, &render_c);
   }
-  /* the model's buffers: inputs are the graph's BUFFER rows in row order */
   CModel m = {0};
-  map_init(&m.slot, a);
-  m.g = g;
-  m.inputs = arena_alloc(a, sizeof(UOp *) * (size_t)(g->nrows + 1));
-  for (int i = 0; i < g->nrows; i++) if (g->rows[i] && g->rows[i]->op == OP_BUFFER) m.inputs[m.ninputs++] = g->rows[i];
-  for (int i = 0; i < m.ninputs; i++) cm_slot(&m, m.inputs[i]);
-  for (int i = 0; i < s->nitems; i++) {
-    const SchedItem *si = &s->items[i];
-    if (si->ast->op == OP_BUFFER_VIEW && si->nbufs >= 2 && si->bufs[0].buf->op == OP_BUFFER && cm_find(&m, si->bufs[0].buf) < 0) {
-      int bs = cm_slot(&m, si->bufs[1].buf), k = cm_add(&m, si->bufs[0].buf);
-      m.b[k].base = bs;
-      m.b[k].alias_at_item = true;
-      m.b[k].off = (size_t)si->ast->arg->items[1]->i * (size_t)dt_base(si->bufs[1].buf->dtype)->itemsize;
-      m.b[k].nbytes = (size_t)si->bufs[0].buf->arg->i * (size_t)dt_base(si->bufs[0].buf->dtype)->itemsize;
-    }
-    for (int j = 0; j < si->nbufs; j++) cm_slot(&m, si->bufs[j].buf);
-  }
+  cm_build(&m, a, g, s);
   UOp *ss = s->sched_sink;
   int nout = ss->nsrc;
   DriverOut *outs = arena_alloc(a, sizeof *outs * (size_t)(nout + 1));
@@ -769,22 +775,7 @@ int driver_compile_gpu(Graph *g, Schedule *s, const char *dir, const char *targe
     sources[i] = arena_printf(a, "%s%s", p->fname, be->ext);
   }
   CModel m = {0};
-  map_init(&m.slot, a);
-  m.g = g;
-  m.inputs = arena_alloc(a, sizeof(UOp *) * (size_t)(g->nrows + 1));
-  for (int i = 0; i < g->nrows; i++) if (g->rows[i] && g->rows[i]->op == OP_BUFFER) m.inputs[m.ninputs++] = g->rows[i];
-  for (int i = 0; i < m.ninputs; i++) cm_slot(&m, m.inputs[i]);
-  for (int i = 0; i < s->nitems; i++) {
-    const SchedItem *si = &s->items[i];
-    if (si->ast->op == OP_BUFFER_VIEW && si->nbufs >= 2 && si->bufs[0].buf->op == OP_BUFFER && cm_find(&m, si->bufs[0].buf) < 0) {
-      int bs = cm_slot(&m, si->bufs[1].buf), k = cm_add(&m, si->bufs[0].buf);
-      m.b[k].base = bs;
-      m.b[k].alias_at_item = true;
-      m.b[k].off = (size_t)si->ast->arg->items[1]->i * (size_t)dt_base(si->bufs[1].buf->dtype)->itemsize;
-      m.b[k].nbytes = (size_t)si->bufs[0].buf->arg->i * (size_t)dt_base(si->bufs[0].buf->dtype)->itemsize;
-    }
-    for (int j = 0; j < si->nbufs; j++) cm_slot(&m, si->bufs[j].buf);
-  }
+  cm_build(&m, a, g, s);
   UOp *ss = s->sched_sink;
   int nout = ss->nsrc;
   DriverOut *outs = arena_alloc(a, sizeof *outs * (size_t)(nout + 1));

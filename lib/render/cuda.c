@@ -9,23 +9,7 @@
  * CPU runtime; prelude_fix makes the shared helpers __device__ functions. */
 #include "render.h"
 
-static const char *cu_type(const DType *d) {
-  switch (d->scalar) {
-  case SC_BOOL: return "bool";
-  case SC_CHAR: return "signed char";
-  case SC_UCHAR: return "unsigned char";
-  case SC_SHORT: return "short";
-  case SC_USHORT: return "unsigned short";
-  case SC_INT: return "int";
-  case SC_UINT: return "unsigned int";
-  case SC_LONG: return "long long";
-  case SC_ULONG: return "unsigned long long";
-  case SC_HALF: case SC_BFLOAT16: case SC_FLOAT: return "float";
-  case SC_DOUBLE: return "double";
-  case SC_VOID: return "void";
-  default: tg_fail(TG_EINPUT, "the CUDA renderer has no type for %s", dt_short_name((Scalar)d->scalar));
-  }
-}
+static const char *cu_type(const DType *d) { return render_ctype(d, "bool", "CUDA"); }
 static const char *cu_storage(const DType *d) {
   if (d->scalar == SC_HALF) return "tg_half";
   if (d->scalar == SC_BFLOAT16) return "tg_bf16";

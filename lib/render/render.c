@@ -156,9 +156,9 @@ static const char prelude_threefry[] =
 
 /* ---------------------------------------------------------------- the C backend's types */
 static bool is16(const DType *d) { return d->scalar == SC_HALF || d->scalar == SC_BFLOAT16; }
-static const char *c_type(const DType *d) {
+const char *render_ctype(const DType *d, const char *bool_name, const char *who) {
   switch (d->scalar) {
-  case SC_BOOL: return "_Bool";
+  case SC_BOOL: return bool_name;
   case SC_CHAR: return "signed char";
   case SC_UCHAR: return "unsigned char";
   case SC_SHORT: return "short";
@@ -170,9 +170,10 @@ static const char *c_type(const DType *d) {
   case SC_HALF: case SC_BFLOAT16: case SC_FLOAT: return "float";
   case SC_DOUBLE: return "double";
   case SC_VOID: return "void";
-  default: tg_fail(TG_EINPUT, "the C renderer has no type for %s", dt_short_name((Scalar)d->scalar));
+  default: tg_fail(TG_EINPUT, "the %s renderer has no type for %s", who, dt_short_name((Scalar)d->scalar));
   }
 }
+static const char *c_type(const DType *d) { return render_ctype(d, "_Bool", "C"); }
 static const char *c_storage(const DType *d) {
   if (d->scalar == SC_HALF) return "tg_half";
   if (d->scalar == SC_BFLOAT16) return "tg_bf16";

@@ -30,6 +30,9 @@ typedef struct RenderBackend {
   int64_t gid_max[3];          /* largest launch size per dimension (0: unlimited) */
 } RenderBackend;
 extern const RenderBackend render_c;
+/* the C-family scalar type of a value of d (half/bfloat16 are held as float); bool_name spells
+ * bool ("_Bool" in C, "bool" in CUDA); who names the renderer in the error for unknown types */
+const char *render_ctype(const DType *d, const char *bool_name, const char *who);
 extern const RenderBackend render_opencl;  /* lib/render/opencl.c */
 extern const RenderBackend render_cuda;    /* lib/render/cuda.c */
 
