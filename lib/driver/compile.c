@@ -1,0 +1,198 @@
+/* compile.c: the pieces both compile paths share (driver_int.h). */
+#include "driver_int.h"
+#include "../runtime/runtime.h"
+#include "../runtime/gpu.h"
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- a small string builder */
+void sb_printf(Sb *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  if (b->n + (size_t)k + 1 > b->cap) {
+    size_t nc = (b->cap ? b->cap * 2 : 1024) + (size_t)k;
+    char *ns = arena_alloc(b->a, nc);
+    if (b->n) memcpy(ns, b->s, b->n);
+    b->s = ns;
+    b->cap = nc;
+  }
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->n, (size_t)k + 1, fmt, ap);
+  va_end(ap);
+  b->n += (size_t)k;
+}
+const char *sb_str(Sb *b) { return b->s ? b->s : ""; }
+
+/* ---------------------------------------------------------------- compile -t c */
+
+
+int cm_find(CModel *m, UOp *buf) {
+  void *v = map_get(&m->slot, buf, uop_h(buf), NULL);
+  return v ? (int)(intptr_t)v - 1 : -1;
+}
+int cm_add(CModel *m, UOp *buf) {
+  if (m->n == m->cap) {
+    int nc = m->cap ? m->cap * 2 : 32;
+    CBuf *nb = arena_alloc(ga(), sizeof *nb * (size_t)nc);
+    if (m->n) memcpy(nb, m->b, sizeof *nb * (size_t)m->n);
+    m->b = nb;
+    m->cap = nc;
+  }
+  CBuf *c = &m->b[m->n];
+  memset(c, 0, sizeof *c);
+  c->buf = buf;
+  c->input = c->base = -1;
+  map_put(&m->slot, buf, uop_h(buf), (void *)(intptr_t)(m->n + 1));
+  return m->n++;
+}
+/* the slot of buf, registering it (and a BUFFER_VIEW's base first) */
+int cm_slot(CModel *m, UOp *buf) {
+  int k = cm_find(m, buf);
+  if (k >= 0) return k;
+  const Value *d = u_device(buf);
+  if (d && d->kind == V_TUPLE) tg_fail(TG_EDEVICE, "compile: multi-device buffers in the C bundle: not implemented yet");
+  if (buf->op == OP_BUFFER_VIEW && buf->arg->kind == V_TUPLE && buf->arg->n == 2) {
+    UOp *base = u_buf_uop(buf->src[0]);
+    int bs = cm_slot(m, base);
+    k = cm_add(m, buf);
+    m->b[k].base = bs;
+    m->b[k].off = (size_t)buf->arg->items[1]->i * (size_t)dt_base(base->dtype)->itemsize;
+    m->b[k].nbytes = (size_t)buf->arg->items[0]->i * (size_t)dt_base(buf->dtype)->itemsize;
+    return k;
+  }
+  if (buf->op != OP_BUFFER || buf->arg->kind != V_INT) tg_fail(TG_EDEVICE, "compile: a %s is not a buffer", op_names[buf->op]);
+  k = cm_add(m, buf);
+  m->b[k].nbytes = (size_t)buf->arg->i * (size_t)dt_base(buf->dtype)->itemsize;
+  for (int i = 0; i < m->ninputs; i++) if (m->inputs[i] == buf) m->b[k].input = i;
+  return k;
+}
+
+/* the model's buffers: inputs are the graph's BUFFER rows in row order, then every buffer a
+ * schedule item touches; a BUFFER_VIEW's output aliases its base at the view's byte offset */
+void cm_build(CModel *m, Arena *a, const Graph *g, const Schedule *s) {
+  map_init(&m->slot, a);
+  m->g = g;
+  m->inputs = arena_alloc(a, sizeof(UOp *) * (size_t)(g->nrows + 1));
+  for (int i = 0; i < g->nrows; i++) if (g->rows[i] && g->rows[i]->op == OP_BUFFER) m->inputs[m->ninputs++] = g->rows[i];
+  for (int i = 0; i < m->ninputs; i++) cm_slot(m, m->inputs[i]);
+  for (int i = 0; i < s->nitems; i++) {
+    const SchedItem *si = &s->items[i];
+    if (si->ast->op == OP_BUFFER_VIEW && si->nbufs >= 2 && si->bufs[0].buf->op == OP_BUFFER && cm_find(m, si->bufs[0].buf) < 0) {
+      int bs = cm_slot(m, si->bufs[1].buf), k = cm_add(m, si->bufs[0].buf);
+      m->b[k].base = bs;
+      m->b[k].alias_at_item = true;
+      m->b[k].off = (size_t)si->ast->arg->items[1]->i * (size_t)dt_base(si->bufs[1].buf->dtype)->itemsize;
+      m->b[k].nbytes = (size_t)si->bufs[0].buf->arg->i * (size_t)dt_base(si->bufs[0].buf->dtype)->itemsize;
+    }
+    for (int j = 0; j < si->nbufs; j++) cm_slot(m, si->bufs[j].buf);
+  }
+}
+
+
+/* "void E_4(float* restrict data0, ...)" from a rendered function */
+const char *prototype(const char *fn) {
+  const char *brace = strchr(fn, '{');
+  size_t n = brace ? (size_t)(brace - fn) : strlen(fn);
+  while (n && (fn[n - 1] == ' ' || fn[n - 1] == '\n')) n--;
+  char *p = arena_alloc(ga(), n + 1);
+  memcpy(p, fn, n);
+  return p;
+}
+
+Sb *manifest; /* when set, write_or_fail appends "SHA256  NAME" lines (the sha256sum -c format) */
+void write_or_fail(const char *dir, const char *name, const char *text) {
+  char *path = arena_printf(ga(), "%s/%s", dir, name);
+  if (!write_file_atomic(path, text, strlen(text))) tg_fail(TG_EINPUT, "%s: cannot write: %s", path, strerror(errno));
+  if (manifest) {
+    char hex[65];
+    sha256_hex(text, strlen(text), hex);
+    sb_printf(manifest, "%s  %s\n", hex, name);
+  }
+}
+/* a kernel's rendered source, ending in a newline */
+const char *kernel_source(Arena *a, const Program *p, const RenderBackend *be) {
+  const char *src = render_kernel(a, p, be);
+  size_t l = strlen(src);
+  return l && src[l - 1] != '\n' ? arena_printf(a, "%s\n", src) : src;
+}
+/* its file name: the function name, the first 6 hex digits of the source's SHA-256, the extension
+ * ("r_16_4.3fa2c1.c"), so equal names mean equal contents across builds */
+const char *kernel_file(Arena *a, const Program *p, const RenderBackend *be) {
+  const char *src = kernel_source(a, p, be);
+  char hex[65];
+  sha256_hex(src, strlen(src), hex);
+  return arena_printf(a, "%s.%.6s%s", p->fname, hex, be->ext);
+}
+
+/* remove a directory holding only files (a previous or half-written output) */
+void remove_flat_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    unlink(arena_printf(ga(), "%s/%s", dir, e->d_name));
+  }
+  closedir(d);
+  rmdir(dir);
+}
+
+const char gather_src[] =
+  "/* dst[i] = the element of src that view chain v (outermost last) maps i to; 0 where masked */\n"
+  "static void tgc_gather(unsigned char *dst, const unsigned char *src, size_t srcbytes, size_t n, size_t isz,\n"
+  "                       int nviews, const long long *const *v) {\n"
+  "  for (size_t i = 0; i < n; i++) {\n"
+  "    long long off = (long long)i;\n"
+  "    int valid = 1;\n"
+  "    for (int vi = nviews - 1; vi >= 0 && valid; vi--) {\n"
+  "      /* a view: ndim, offset, has_mask, shape[ndim], strides[ndim], mask[2*ndim] */\n"
+  "      int nd = (int)v[vi][0];\n"
+  "      const long long *sh = v[vi] + 3, *st = sh + nd, *mk = v[vi][2] ? st + nd : 0;\n"
+  "      long long rem = off, acc = v[vi][1], idx[64];\n"
+  "      for (int k = nd - 1; k >= 0; k--) { idx[k] = sh[k] ? rem % sh[k] : 0; rem = sh[k] ? rem / sh[k] : 0; }\n"
+  "      for (int k = 0; k < nd; k++) {\n"
+  "        if (mk && (idx[k] < mk[2 * k] || idx[k] >= mk[2 * k + 1])) valid = 0;\n"
+  "        acc += idx[k] * st[k];\n"
+  "      }\n"
+  "      off = acc;\n"
+  "    }\n"
+  "    if (valid && off >= 0 && (size_t)(off + 1) * isz <= srcbytes) memcpy(dst + i * isz, src + (size_t)off * isz, isz);\n"
+  "    else memset(dst + i * isz, 0, isz);\n"
+  "  }\n"
+  "}\n\n";
+
+/* move the finished temporary directory tmp to dir; an existing dir is replaced only when it is
+ * empty or a previous tgc compile output (has schedule.json). Fails with TG_EINPUT, removing tmp. */
+void install_output_dir(Arena *a, const char *tmp, const char *dir) {
+  struct stat sb;
+  if (stat(dir, &sb) == 0) {
+    char *old = arena_printf(a, "%s/schedule.json", dir);
+    DIR *d = S_ISDIR(sb.st_mode) ? opendir(dir) : NULL;
+    int entries = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d) closedir(d);
+    if (!S_ISDIR(sb.st_mode) || (entries && access(old, F_OK) != 0)) {
+      remove_flat_dir(tmp);
+      tg_fail(TG_EINPUT, "%s exists and is not a tgc compile output; not replacing it", dir);
+    }
+    char *aside = arena_printf(a, "%s.old.%d", dir, (int)getpid());
+    if (rename(dir, aside) != 0) { remove_flat_dir(tmp); tg_fail(TG_EINPUT, "%s: cannot replace: %s", dir, strerror(errno)); }
+    if (rename(tmp, dir) != 0) { int er = errno; rename(aside, dir); remove_flat_dir(tmp); tg_fail(TG_EINPUT, "%s: cannot create: %s", dir, strerror(er)); }
+    remove_flat_dir(aside);
+  } else if (rename(tmp, dir) != 0) {
+    int er = errno;
+    remove_flat_dir(tmp);
+    tg_fail(TG_EINPUT, "%s: cannot create: %s", dir, strerror(er));
+  }
+}
+

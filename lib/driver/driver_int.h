@@ -1,0 +1,54 @@
+/* driver_int.h: what the driver's compile paths share (internal to lib/driver): a string builder,
+ * the bundle's buffer model (one slot per schedule buffer, BUFFER_VIEWs aliasing their base),
+ * kernel sources and their content-hashed file names, the MANIFEST-recording writer and the
+ * atomic install of a finished output directory. */
+#ifndef TGC_DRIVER_INT_H
+#define TGC_DRIVER_INT_H
+#include "driver.h"
+#include "../codegen/codegen.h"
+#include "../render/render.h"
+
+typedef struct Sb { Arena *a; char *s; size_t n, cap; } Sb;
+/* append printf-formatted text */
+void sb_printf(Sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* the text so far ("" when empty) */
+const char *sb_str(Sb *b);
+
+typedef struct CBuf {
+  UOp *buf;
+  int input;          /* index into inputs[], or -1 */
+  int base;           /* alias of slot base at byte offset off (BUFFER_VIEW), or -1 */
+  size_t off, nbytes;
+  bool alias_at_item; /* aliased when its BUFFER_VIEW item runs (else at the start) */
+} CBuf;
+typedef struct CModel { Map slot; int n, cap; CBuf *b; const Graph *g; int ninputs; UOp **inputs; } CModel;
+/* the slot of buf, or -1 */
+int cm_find(CModel *m, UOp *buf);
+/* a new slot for buf */
+int cm_add(CModel *m, UOp *buf);
+/* the slot of buf, registering it (and a BUFFER_VIEW's base first) */
+int cm_slot(CModel *m, UOp *buf);
+/* the model's buffers: the graph's BUFFER rows in row order, then every buffer an item touches */
+void cm_build(CModel *m, Arena *a, const Graph *g, const Schedule *s);
+/* "void E_4(float* restrict data0, ...)" from a rendered function */
+const char *prototype(const char *fn);
+/* when set, write_or_fail appends "SHA256  NAME" lines (the sha256sum -c format) */
+extern Sb *manifest;
+/* write dir/name atomically or fail with TG_EINPUT */
+void write_or_fail(const char *dir, const char *name, const char *text);
+/* a kernel's rendered source, ending in a newline */
+const char *kernel_source(Arena *a, const Program *p, const RenderBackend *be);
+/* NAME.HASH6.EXT: the function name and the first 6 hex digits of the source's SHA-256 */
+const char *kernel_file(Arena *a, const Program *p, const RenderBackend *be);
+/* remove a directory holding only files */
+void remove_flat_dir(const char *dir);
+/* C source of tgc_gather (an output gathered through its views), shared by the bundles */
+extern const char gather_src[];
+/* move the finished tmp to dir (replacing only an empty dir or an earlier tgc output); TG_EINPUT on failure */
+void install_output_dir(Arena *a, const char *tmp, const char *dir);
+/* the graph row id of u, or -1 */
+int row_of(const Graph *g, UOp *u);
+/* o's dtype, ndim and shape from tensor t (TG_EDEVICE when symbolic) */
+void out_shape(UOp *t, DriverOut *o);
+
+#endif
