@@ -11,7 +11,9 @@
  * "ERR:..." means tinygrad raised, and tgc must fail (tg_fail) too. Ints outside [-2**63, 2**64) are shown
  * saturated (tgc's int Values stop there; tinygrad's Python ints are unbounded). Rows after the hand-written ones are
  * random expressions (div/mod/where/max, given = uop_given_valid, svalid = simplify_valid) recorded the
- * same way. */
+ * same way. The cases live in testdata/symbolic/cases.txt; `tools/symbolic_table.py rows` regenerates
+ * the table from tinygrad and `tools/symbolic_table.py check` (run by tests/test_tools.py) fails when
+ * the table and tinygrad disagree. */
 #include <criterion/criterion.h>
 #include <string.h>
 #include <stdlib.h>

@@ -190,3 +190,9 @@ def test_model_features():
   assert "ASSIGN" in ops["cnn_train"] and "ASSIGN" in ops["mnist_mlp_train"]
   assert "MULTI" in ops["sharded_matmul"]
   assert "outputs" in json.loads((MODELS / "mlp2_fwd.expect.json").read_text())
+
+# ********** tests/test_symbolic.c's table is tinygrad's output for testdata/symbolic/cases.txt **********
+
+def test_symbolic_table_matches_tinygrad():
+  r = subprocess.run([sys.executable, str(ROOT / "tools" / "symbolic_table.py"), "check"], capture_output=True, text=True)
+  assert r.returncode == 0, r.stdout + r.stderr
