@@ -8,21 +8,10 @@
 # Prints "N passed, N failed" and exits nonzero when anything failed.
 TGC=${TGC:-build/tgc}
 ORACLE=${ORACLE:-../shared/oracle}
-pass=0
-fail=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tgc-ci.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-expect() {
-  want=$1; desc=$2; shift 2
-  "$@" >"$tmp/out" 2>"$tmp/err"
-  rc=$?
-  if [ "$rc" -eq "$want" ]; then ok; else bad "$desc: exit $rc, wanted $want: $(head -c 300 "$tmp/err")"; fi
-}
-contains() { if grep -qF -- "$2" "$1"; then ok; else bad "$3: '$2' not in $(head -c 300 "$1")"; fi; }
-lacks() { if grep -qF -- "$2" "$1"; then bad "$3: '$2' in $(head -c 300 "$1")"; else ok; fi; }
+. "$(dirname "$0")/harness.sh"
 
 G=testdata/example.graph.json
 S=$ORACLE/schedule
