@@ -152,7 +152,7 @@ UList uop_toposort_many(int nroots, UOp *const *roots, UGate gate, void *gctx) {
   TEnt *st = malloc(cap * sizeof *st);
   if (!st) tg_fail(TG_EINTERNAL, "out of memory");
   PtrVec out;
-  vec_init(&out, a);
+  vec_init(&out, &uctx->scratch);
   for (int r = nroots - 1; r >= 0; r--) st[n++] = (TEnt){roots[r], false};
   while (n) {
     TEnt e = st[--n];
@@ -174,7 +174,8 @@ UList uop_toposort_many(int nroots, UOp *const *roots, UGate gate, void *gctx) {
     }
   }
   free(st);
-  UList res = {out.n, (UOp **)out.v};
+  /* out grew by doubling in scratch; the result keeps exactly n pointers in the graph arena */
+  UList res = {out.n, out.n ? arena_dup(a, out.v, sizeof(UOp *) * (size_t)out.n) : NULL};
   arena_pop(&uctx->scratch, mk);
   return res;
 }

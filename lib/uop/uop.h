@@ -153,9 +153,10 @@ struct UOp {
   uint64_t hash;
   MetaList meta;               /* tinygrad's all_metadata side table (not part of identity) */
   /* lazily computed caches, owned by the stages that fill them */
-  const ShapeTracker *st_cache; uint8_t st_state; /* 0 unknown, 1 computed */
-  const Value *dev_cache; uint8_t dev_state, axis_state; int32_t axis_cache; /* lib/shape: UOp._device, UOp.axis */
-  void *cache[4];              /* cache[0]: lib/symbolic (_min_max), cache[1]: lib/symbolic (simplify) */
+  const ShapeTracker *st_cache; /* lib/shape: UOp.st (valid when st_state is 1) */
+  const Value *dev_cache;      /* lib/shape: UOp._device; axis_cache: UOp.axis */
+  uint8_t st_state, dev_state, axis_state; int32_t axis_cache; /* st_state 0 unknown, 1 computed; packed to keep UOp at 104 bytes */
+  void *cache[2];              /* cache[0]: lib/symbolic (_min_max), cache[1]: lib/symbolic (simplify) */
 };
 UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
 UOp *uop0(Op op, const DType *dt, const Value *arg);          /* no src */
