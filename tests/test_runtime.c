@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "driver/driver.h"
 #include "render/render.h"
 #include "runtime/runtime.h"
 
@@ -28,36 +29,11 @@ static void use_temp_cache(void) {
   setenv("XDG_CACHE_HOME", cache_dir, 1);
 }
 
-static double num_at(const DType *dt, const void *p, size_t i) {
-  const unsigned char *b = p;
-  switch (dt->scalar) {
-  case SC_BOOL: return b[i] != 0;
-  case SC_CHAR: return ((const int8_t *)p)[i];
-  case SC_UCHAR: return b[i];
-  case SC_SHORT: return ((const int16_t *)p)[i];
-  case SC_USHORT: return ((const uint16_t *)p)[i];
-  case SC_INT: return ((const int32_t *)p)[i];
-  case SC_UINT: return ((const uint32_t *)p)[i];
-  case SC_LONG: return (double)((const int64_t *)p)[i];
-  case SC_ULONG: return (double)((const uint64_t *)p)[i];
-  case SC_HALF: return render_h2f(((const uint16_t *)p)[i]);
-  case SC_BFLOAT16: return render_bf2f(((const uint16_t *)p)[i]);
-  case SC_FLOAT: return ((const float *)p)[i];
-  case SC_DOUBLE: return ((const double *)p)[i];
-  default: return NAN;
-  }
-}
-/* values equal within rtol 1e-4 / atol 1e-5 (floats), 1e-3 for 16-bit floats, exact for ints */
+/* values equal within rtol 1e-4 / atol 1e-5 (floats), 1e-3 for 16-bit floats, exact for ints:
+ * driver_close's rule (what `tgc run --expect` uses) with the tighter 16-bit tolerance */
 static bool close_enough(const DType *dt, const void *got, const void *want, size_t n, char *why, size_t wn) {
-  double rtol = (dt->scalar == SC_HALF || dt->scalar == SC_BFLOAT16) ? 1e-3 : 1e-4, atol = (dt->scalar == SC_HALF || dt->scalar == SC_BFLOAT16) ? 1e-3 : 1e-5;
-  for (size_t i = 0; i < n; i++) {
-    double a = num_at(dt, got, i), b = num_at(dt, want, i);
-    bool ok;
-    if (dt_is_float(dt)) ok = (isnan(a) && isnan(b)) || a == b || fabs(a - b) <= atol + rtol * fabs(b);
-    else ok = dt->itemsize == 8 ? memcmp((const char *)got + i * 8, (const char *)want + i * 8, 8) == 0 : a == b;
-    if (!ok) { snprintf(why, wn, "element %zu: got %.9g want %.9g", i, a, b); return false; }
-  }
-  return true;
+  bool f16 = dt->scalar == SC_HALF || dt->scalar == SC_BFLOAT16;
+  return driver_close_tol(dt, got, want, n, f16 ? 1e-3 : 1e-4, f16 ? 1e-3 : 1e-5, why, wn);
 }
 /* 1 pass, 0 fail, -1 skipped (multi-device) */
 static int run_case(const char *expect_path, char *msg, size_t mn) {

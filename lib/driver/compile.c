@@ -35,11 +35,26 @@ const char *sb_str(Sb *b) { return b->s ? b->s : ""; }
 /* ---------------------------------------------------------------- compile -t c */
 
 
-int cm_find(CModel *m, UOp *buf) {
-  void *v = map_get(&m->slot, buf, uop_h(buf), NULL);
+/* a multi-device BUFFER has one allocation per shard: slots are keyed by (buffer, shard), a
+ * single-device buffer's shard is -1, and a multi-device buffer read without a shard (a replicated
+ * one, as the runtime reads it) is shard 0 */
+static bool multi_dev(UOp *buf) {
+  if (buf->op == OP_BUFFER_VIEW && buf->nsrc) buf = u_buf_uop(buf->src[0]);
+  const Value *d = u_device(buf);
+  return d && d->kind == V_TUPLE;
+}
+static int norm_shard(UOp *buf, int shard) { return multi_dev(buf) ? (shard < 0 ? 0 : shard) : -1; }
+static UOp *slot_key(UOp *buf, int shard) { return uop2(OP_NOOP, dt_void, buf, uop_const_int(dt_int, shard), v_str("tgc.cmslot")); }
+
+int cm_find(CModel *m, UOp *buf) { return cm_find_shard(m, buf, -1); }
+int cm_find_shard(CModel *m, UOp *buf, int shard) {
+  UOp *key = slot_key(buf, norm_shard(buf, shard));
+  void *v = map_get(&m->slot, key, uop_h(key), NULL);
   return v ? (int)(intptr_t)v - 1 : -1;
 }
-int cm_add(CModel *m, UOp *buf) {
+int cm_add(CModel *m, UOp *buf) { return cm_add_shard(m, buf, -1); }
+int cm_add_shard(CModel *m, UOp *buf, int shard) {
+  shard = norm_shard(buf, shard);
   if (m->n == m->cap) {
     int nc = m->cap ? m->cap * 2 : 32;
     CBuf *nb = arena_alloc(ga(), sizeof *nb * (size_t)nc);
@@ -50,29 +65,47 @@ int cm_add(CModel *m, UOp *buf) {
   CBuf *c = &m->b[m->n];
   memset(c, 0, sizeof *c);
   c->buf = buf;
-  c->input = c->base = -1;
-  map_put(&m->slot, buf, uop_h(buf), (void *)(intptr_t)(m->n + 1));
+  c->shard = shard;
+  c->input = c->base = c->copy_of = -1;
+  UOp *key = slot_key(buf, shard);
+  map_put(&m->slot, key, uop_h(key), (void *)(intptr_t)(m->n + 1));
   return m->n++;
 }
-/* the slot of buf, registering it (and a BUFFER_VIEW's base first) */
-int cm_slot(CModel *m, UOp *buf) {
-  int k = cm_find(m, buf);
+int cm_slot(CModel *m, UOp *buf) { return cm_slot_shard(m, buf, -1); }
+/* a BUFFER_VIEW's size or offset; a symbolic one (a view of a shrink by a bound variable, whose
+ * bounds tgc run cannot check either) is refused */
+static int64_t bv_arg(CModel *m, const Value *v) {
+  (void)m;
+  if (v->kind == V_INT) return v->i;
+  tg_fail(TG_EDEVICE, "compile: a BUFFER_VIEW with a symbolic offset: not implemented yet");
+}
+/* the slot of (buf, shard), registering it (and a BUFFER_VIEW's base first) */
+int cm_slot_shard(CModel *m, UOp *buf, int shard) {
+  shard = norm_shard(buf, shard);
+  int k = cm_find_shard(m, buf, shard);
   if (k >= 0) return k;
-  const Value *d = u_device(buf);
-  if (d && d->kind == V_TUPLE) tg_fail(TG_EDEVICE, "compile: multi-device buffers in the C bundle: not implemented yet");
   if (buf->op == OP_BUFFER_VIEW && buf->arg->kind == V_TUPLE && buf->arg->n == 2) {
     UOp *base = u_buf_uop(buf->src[0]);
-    int bs = cm_slot(m, base);
-    k = cm_add(m, buf);
+    int bshard = shard;
+    /* a view of MSTACK(a, b, ...) is, on each shard, a view of that shard's buffer */
+    if (base->op == OP_MSTACK && base->nsrc) { base = u_buf_uop(base->src[shard > 0 && shard < base->nsrc ? shard : 0]); bshard = -1; }
+    int bs = cm_slot_shard(m, base, bshard);
+    k = cm_add_shard(m, buf, shard);
     m->b[k].base = bs;
-    m->b[k].off = (size_t)buf->arg->items[1]->i * (size_t)dt_base(base->dtype)->itemsize;
-    m->b[k].nbytes = (size_t)buf->arg->items[0]->i * (size_t)dt_base(buf->dtype)->itemsize;
+    m->b[k].off = (size_t)bv_arg(m, buf->arg->items[1]) * (size_t)dt_base(base->dtype)->itemsize;
+    m->b[k].nbytes = (size_t)bv_arg(m, buf->arg->items[0]) * (size_t)dt_base(buf->dtype)->itemsize;
     return k;
   }
   if (buf->op != OP_BUFFER || buf->arg->kind != V_INT) tg_fail(TG_EDEVICE, "compile: a %s is not a buffer", op_names[buf->op]);
-  k = cm_add(m, buf);
+  k = cm_add_shard(m, buf, shard);
   m->b[k].nbytes = (size_t)buf->arg->i * (size_t)dt_base(buf->dtype)->itemsize;
-  for (int i = 0; i < m->ninputs; i++) if (m->inputs[i] == buf) m->b[k].input = i;
+  for (int i = 0; i < m->ninputs; i++) {
+    if (m->inputs[i] != buf) continue;
+    /* an input's first shard is the caller's pointer; every other shard starts as a copy of it (the
+     * runtime fills each shard with the BUFFER's data) */
+    if (shard <= 0) m->b[k].input = i;
+    else m->b[k].copy_of = cm_slot_shard(m, buf, 0);
+  }
   return k;
 }
 
@@ -86,14 +119,14 @@ void cm_build(CModel *m, Arena *a, const Graph *g, const Schedule *s) {
   for (int i = 0; i < m->ninputs; i++) cm_slot(m, m->inputs[i]);
   for (int i = 0; i < s->nitems; i++) {
     const SchedItem *si = &s->items[i];
-    if (si->ast->op == OP_BUFFER_VIEW && si->nbufs >= 2 && si->bufs[0].buf->op == OP_BUFFER && cm_find(m, si->bufs[0].buf) < 0) {
-      int bs = cm_slot(m, si->bufs[1].buf), k = cm_add(m, si->bufs[0].buf);
+    if (si->ast->op == OP_BUFFER_VIEW && si->nbufs >= 2 && si->bufs[0].buf->op == OP_BUFFER && cm_find_shard(m, si->bufs[0].buf, si->bufs[0].shard) < 0) {
+      int bs = cm_slot_shard(m, si->bufs[1].buf, si->bufs[1].shard), k = cm_add_shard(m, si->bufs[0].buf, si->bufs[0].shard);
       m->b[k].base = bs;
       m->b[k].alias_at_item = true;
       m->b[k].off = (size_t)si->ast->arg->items[1]->i * (size_t)dt_base(si->bufs[1].buf->dtype)->itemsize;
       m->b[k].nbytes = (size_t)si->bufs[0].buf->arg->i * (size_t)dt_base(si->bufs[0].buf->dtype)->itemsize;
     }
-    for (int j = 0; j < si->nbufs; j++) cm_slot(m, si->bufs[j].buf);
+    for (int j = 0; j < si->nbufs; j++) cm_slot_shard(m, si->bufs[j].buf, si->bufs[j].shard);
   }
 }
 

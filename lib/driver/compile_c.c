@@ -13,6 +13,61 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* how one output is read: one part (a buffer, or one shard of a multi-device buffer, through
+ * its views when it is not contiguous) copied into outputs[i], or for a MULTI sharded on an axis
+ * one part per shard, each read into a temporary and laid side by side along the axis */
+typedef struct OutPart { int slot; const ShapeTracker *st; size_t nbytes; UOp *cst; } OutPart; /* cst: a CONST/BIND value, slot -1 */
+typedef struct OutRead { int nparts; OutPart *parts; bool interleave; size_t outer, inner; } OutRead;
+
+/* the bytes of constant c as an element of dtype dt (little-endian) */
+static void const_bytes(const DType *dt, const Value *v, unsigned char *out) {
+  double f = v->kind == V_FLOAT ? v->f : v->kind == V_BOOL ? v->b : (double)v->i;
+  int64_t n = v->kind == V_FLOAT ? (int64_t)v->f : v->kind == V_BOOL ? v->b : v->i;
+  float ff = (float)f;
+  uint16_t h;
+  memset(out, 0, (size_t)dt->itemsize);
+  switch (dt->scalar) {
+  case SC_FLOAT: memcpy(out, &ff, 4); break;
+  case SC_DOUBLE: memcpy(out, &f, 8); break;
+  case SC_HALF: h = render_f2h(ff); memcpy(out, &h, 2); break;
+  case SC_BFLOAT16: h = render_f2bf(ff); memcpy(out, &h, 2); break;
+  case SC_BOOL: out[0] = f != 0; break;
+  default: for (int k = 0; k < dt->itemsize && k < 8; k++) out[k] = (unsigned char)((uint64_t)n >> (8 * k)); break;
+  }
+}
+
+/* the part for tensor x read as shard (-1 single-device); vv binds a symbolic view (or NULL) */
+static OutPart out_part(CModel *m, UOp *x, int shard, const VarVals *vv, size_t nbytes, int i) {
+  UOp *base = u_base(x);
+  /* x's views over MSELECT(y, k) read y's shard k; over MSTACK(a, b, ...), the shard's own buffer (as rt_read) */
+  for (int guard = 0; guard < 8; guard++) {
+    if (base->op == OP_ASSIGN) base = u_buf_uop(base);
+    if (base->op == OP_MSELECT && base->nsrc && base->arg->kind == V_INT) { shard = (int)base->arg->i; base = u_base(base->src[0]); }
+    else if (base->op == OP_MSTACK && base->nsrc) { base = u_base(base->src[shard > 0 && shard < base->nsrc ? shard : 0]); shard = -1; }
+    else break;
+  }
+  if (base->op == OP_ASSIGN) base = u_buf_uop(base);
+  /* a constant output (never realized: tinygrad's scheduler leaves a CONST, or a bound variable's
+   * BIND) is its value through its views, 0 where they mask it */
+  bool cst = base->op == OP_CONST || (base->op == OP_BIND && base->nsrc == 2 && base->src[1]->op == OP_CONST);
+  if (!cst && base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EDEVICE, "compile: output %d is a %s, not a realized buffer", i, op_names[base->op]);
+  OutPart p = {cst ? -1 : cm_slot_shard(m, base, shard), NULL, nbytes, cst ? (base->op == OP_BIND ? base->src[1] : base) : NULL};
+  if (x == base && !cst) return p;
+  const ShapeTracker *st = u_st(x);
+  if (!st && cst) { SList sh = u_shape(x); st = st_from_shape(sh, NULL); }
+  if (!st) tg_fail(TG_EDEVICE, "compile: output %d has no shape", i);
+  if (vv) st = concrete_st(st, vv);
+  if (st_contiguous(st) && !cst) return p;
+  for (int v = 0; v < st->nviews; v++) {
+    const View *w = st->views[v];
+    bool sym = !si_is_int(w->offset) || w->ndim > 64;
+    for (int k = 0; k < w->ndim; k++) sym |= !si_is_int(w->shape[k]) || !si_is_int(w->strides[k]) || (w->mask && (!si_is_int(w->mask[2 * k]) || !si_is_int(w->mask[2 * k + 1])));
+    if (sym) tg_fail(TG_EDEVICE, "compile: output %d is a symbolic view without bound values", i);
+  }
+  p.st = st;
+  return p;
+}
+
 int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
   Arena *a = ga();
   /* lower each distinct kernel AST once, in schedule order */
@@ -26,7 +81,6 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
   const char **sources = arena_alloc(a, sizeof *sources * (size_t)(s->nitems + 1));
   for (int i = 0; i < s->nitems; i++) {
     const SchedItem *si = &s->items[i];
-    if (si->nshards > 0 || si->shard >= 0) tg_fail(TG_EDEVICE, "compile: multi-device schedules in the C bundle: not implemented yet");
     if (si->ast->op != OP_SINK) continue;
     Program *p = umap_getp(&progs, si->ast);
     if (!p) {
@@ -37,35 +91,57 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     names[i] = p->name;
     sources[i] = kernel_file(a, p, &render_c);
   }
+  VarVals gvv;
+  var_vals(s, NULL, &gvv);
   CModel m = {0};
   cm_build(&m, a, g, s);
   UOp *ss = s->sched_sink;
   int nout = ss->nsrc;
   DriverOut *outs = arena_alloc(a, sizeof *outs * (size_t)(nout + 1));
-  int *oslot = arena_alloc(a, sizeof(int) * (size_t)(nout + 1));
-  const ShapeTracker **ost = arena_alloc(a, sizeof *ost * (size_t)(nout + 1));
+  OutRead *ord = arena_alloc(a, sizeof *ord * (size_t)(nout + 1));
   bool need_gather = false;
+  int ntmp = 0;
   for (int i = 0; i < nout; i++) {
     UOp *t = ss->src[i];
-    if (t->op == OP_MULTI) tg_fail(TG_EDEVICE, "compile: multi-device outputs in the C bundle: not implemented yet");
-    out_shape(t, &outs[i]);
-    UOp *base = u_base(t);
-    if (base->op == OP_ASSIGN) base = u_buf_uop(base);
-    if (base->op != OP_BUFFER) tg_fail(TG_EDEVICE, "compile: output %d is a %s, not a realized buffer", i, op_names[base->op]);
-    oslot[i] = cm_slot(&m, base);
-    ost[i] = NULL;
-    if (!(t == base || st_contiguous(u_st(t)))) {
-      const ShapeTracker *st = u_st(t);
-      if (!st) tg_fail(TG_EDEVICE, "compile: output %d has no shape", i);
-      for (int v = 0; v < st->nviews; v++) {
-        const View *w = st->views[v];
-        bool sym = !si_is_int(w->offset) || w->ndim > 64;
-        for (int k = 0; k < w->ndim; k++) sym |= !si_is_int(w->shape[k]) || !si_is_int(w->strides[k]) || (w->mask && (!si_is_int(w->mask[2 * k]) || !si_is_int(w->mask[2 * k + 1])));
-        if (sym) tg_fail(TG_EDEVICE, "compile: output %d is a symbolic view: not implemented yet", i);
+    OutRead *r = &ord[i];
+    if (t->op == OP_MULTI) {
+      /* MULTI(x, axis): x's shards side by side along axis, or shard 0 when replicated */
+      out_shape(t, &outs[i]);
+      UOp *x = t->src[0], *bb = u_base(x);
+      if (bb->op == OP_ASSIGN) bb = u_buf_uop(bb);
+      const Value *dev = u_device(bb);
+      int ns = dev && dev->kind == V_TUPLE ? dev->n : 1;
+      if (t->arg->kind != V_INT || ns == 1) {
+        r->nparts = 1;
+        r->parts = arena_alloc(a, sizeof *r->parts);
+        r->parts[0] = out_part(&m, x, ns == 1 ? -1 : 0, NULL, outs[i].nbytes, i);
+      } else {
+        SList sh = u_shape(x);
+        int axis = (int)t->arg->i;
+        r->outer = 1;
+        r->inner = (size_t)x->dtype->itemsize;
+        for (int k = 0; k < sh.n; k++) {
+          if (!si_is_int(sh.v[k])) tg_fail(TG_EDEVICE, "compile: a symbolic multi-device output: not implemented yet");
+          if (k < axis) r->outer *= (size_t)sh.v[k].c; else r->inner *= (size_t)sh.v[k].c;
+        }
+        if (r->outer * r->inner * (size_t)ns != outs[i].nbytes) tg_fail(TG_EDEVICE, "compile: output %d: %d shards of %zu bytes for %zu", i, ns, r->outer * r->inner, outs[i].nbytes);
+        r->interleave = true;
+        r->nparts = ns;
+        r->parts = arena_alloc(a, sizeof *r->parts * (size_t)ns);
+        for (int sd = 0; sd < ns; sd++) r->parts[sd] = out_part(&m, x, sd, NULL, r->outer * r->inner, i);
+        ntmp++;
       }
-      ost[i] = st;
-      need_gather = true;
+    } else {
+      /* a symbolic output: its shape and views under the schedule's variable values */
+      VarVals vv;
+      bool sym = out_symbolic(t);
+      if (sym) var_vals(s, t, &vv);
+      out_shape_vars(t, sym ? &vv : NULL, &outs[i]);
+      r->nparts = 1;
+      r->parts = arena_alloc(a, sizeof *r->parts);
+      r->parts[0] = out_part(&m, t, -1, sym ? &vv : NULL, outs[i].nbytes, i);
     }
+    for (int p = 0; p < r->nparts; p++) need_gather |= r->parts[p].st != NULL;
   }
 
   /* the temporary directory next to dir */
@@ -125,23 +201,35 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     sb_printf(&c, "\n");
     if (need_gather) {
       sb_printf(&c, "%s", gather_src);
-      for (int i = 0; i < nout; i++) {
-        if (!ost[i]) continue;
-        for (int v = 0; v < ost[i]->nviews; v++) {
-          const View *w = ost[i]->views[v];
-          sb_printf(&c, "static const long long out%d_view%d[] = {%d, %lld, %d", i, v, w->ndim, (long long)w->offset.c, w->mask ? 1 : 0);
-          for (int k = 0; k < w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->shape[k].c);
-          for (int k = 0; k < w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->strides[k].c);
-          for (int k = 0; w->mask && k < 2 * w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->mask[k].c);
-          sb_printf(&c, "};\n");
+      for (int i = 0; i < nout; i++)
+        for (int p = 0; p < ord[i].nparts; p++) {
+          const ShapeTracker *st = ord[i].parts[p].st;
+          if (!st) continue;
+          if (ord[i].parts[p].cst) {
+            const DType *cdt = dt_base(ss->src[i]->dtype);
+            unsigned char cb[16];
+            const_bytes(cdt, ord[i].parts[p].cst->arg, cb);
+            sb_printf(&c, "static const unsigned char out%d_%d_const[%d] = {", i, p, cdt->itemsize);
+            for (int k = 0; k < cdt->itemsize; k++) sb_printf(&c, "%s%u", k ? ", " : "", cb[k]);
+            sb_printf(&c, "}; /* the constant %s */\n", dt_repr(a, cdt));
+          }
+          for (int v = 0; v < st->nviews; v++) {
+            const View *w = st->views[v];
+            sb_printf(&c, "static const long long out%d_%d_view%d[] = {%d, %lld, %d", i, p, v, w->ndim, (long long)w->offset.c, w->mask ? 1 : 0);
+            for (int k = 0; k < w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->shape[k].c);
+            for (int k = 0; k < w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->strides[k].c);
+            for (int k = 0; w->mask && k < 2 * w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->mask[k].c);
+            sb_printf(&c, "};\n");
+          }
+          sb_printf(&c, "static const long long *const out%d_%d_views[] = {", i, p);
+          for (int v = 0; v < st->nviews; v++) sb_printf(&c, "%sout%d_%d_view%d", v ? ", " : "", i, p, v);
+          sb_printf(&c, "};\n\n");
         }
-        sb_printf(&c, "static const long long *const out%d_views[] = {", i);
-        for (int v = 0; v < ost[i]->nviews; v++) sb_printf(&c, "%sout%d_view%d", v ? ", " : "", i, v);
-        sb_printf(&c, "};\n\n");
-      }
     }
     sb_printf(&c, "int tgc_model_run(void *const *inputs, void *const *outputs) {\n");
     sb_printf(&c, "  void *b[%d] = {0};\n  int rc = 0;\n", m.n ? m.n : 1);
+    if (ntmp) sb_printf(&c, "  unsigned char *tmp[%d] = {0}; /* the shards of sharded outputs */\n", ntmp);
+    if (!m.n) sb_printf(&c, "  (void)b;\n");
     if (!nout && !m.ninputs) sb_printf(&c, "  (void)inputs;\n  (void)outputs;\n");
     else if (!m.ninputs) sb_printf(&c, "  (void)inputs;\n");
     else if (!nout) sb_printf(&c, "  (void)outputs;\n");
@@ -153,9 +241,15 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     for (int k = 0; k < m.n; k++) {
       CBuf *cb = &m.b[k];
       if (cb->input >= 0 || cb->base >= 0) continue;
-      sb_printf(&c, "  if (!(b[%d] = calloc(1, %zu))) goto fail; /* %s */\n", k, cb->nbytes ? cb->nbytes : 1, dt_repr(a, dt_base(cb->buf->dtype)));
+      const Value *dv = u_device(cb->buf);
+      const char *dn = dv && dv->kind == V_STR ? dv->s : dv && dv->kind == V_TUPLE && cb->shard >= 0 && cb->shard < dv->n ? dv->items[cb->shard]->s : "";
+      sb_printf(&c, "  if (!(b[%d] = calloc(1, %zu))) goto fail; /* %s%s%s", k, cb->nbytes ? cb->nbytes : 1, dt_repr(a, dt_base(cb->buf->dtype)), *dn ? " on " : "", dn);
+      if (cb->shard >= 0) sb_printf(&c, ", shard %d", cb->shard);
+      sb_printf(&c, " */\n");
       any_alloc = true;
     }
+    for (int k = 0; k < m.n; k++)
+      if (m.b[k].copy_of >= 0) sb_printf(&c, "  memcpy(b[%d], b[%d], %zu); /* shard %d of an input */\n", k, m.b[k].copy_of, m.b[k].nbytes, m.b[k].shard);
     for (int k = 0; k < m.n; k++) {
       CBuf *cb = &m.b[k];
       if (cb->base >= 0 && !cb->alias_at_item) sb_printf(&c, "  b[%d] = (char *)b[%d] + %zu; /* BUFFER_VIEW */\n", k, cb->base, cb->off);
@@ -163,14 +257,14 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     for (int i = 0; i < s->nitems; i++) {
       const SchedItem *si = &s->items[i];
       if (si->ast->op == OP_BUFFER_VIEW) {
-        int k = si->nbufs >= 1 ? cm_find(&m, si->bufs[0].buf) : -1;
+        int k = si->nbufs >= 1 ? cm_find_shard(&m, si->bufs[0].buf, si->bufs[0].shard) : -1;
         if (k >= 0 && m.b[k].alias_at_item) sb_printf(&c, "  b[%d] = (char *)b[%d] + %zu; /* item %d: BUFFER_VIEW */\n", k, m.b[k].base, m.b[k].off, i);
         else sb_printf(&c, "  /* item %d: BUFFER_VIEW (aliased above) */\n", i);
         continue;
       }
       if (si->ast->op == OP_COPY) {
         if (si->nbufs < 2) tg_fail(TG_EDEVICE, "compile: COPY item %d needs 2 buffers", i);
-        int d = cm_find(&m, si->bufs[0].buf), sl = cm_find(&m, si->bufs[1].buf);
+        int d = cm_find_shard(&m, si->bufs[0].buf, si->bufs[0].shard), sl = cm_find_shard(&m, si->bufs[1].buf, si->bufs[1].shard);
         size_t n = m.b[d].nbytes < m.b[sl].nbytes ? m.b[d].nbytes : m.b[sl].nbytes;
         sb_printf(&c, "  if (b[%d] != b[%d]) memmove(b[%d], b[%d], %zu); /* item %d: COPY */\n", d, sl, d, sl, n, i);
         continue;
@@ -181,7 +275,7 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
       for (int j = 0; j < p->nglobals; j++) {
         int slot = (int)p->globals[j].u->arg->i;
         if (slot < 0 || slot >= si->nbufs) tg_fail(TG_EDEVICE, "kernel %s: DEFINE_GLOBAL %d but the item has %d buffers", p->name, slot, si->nbufs);
-        sb_printf(&c, "%sb[%d]", j ? ", " : "", cm_find(&m, si->bufs[slot].buf));
+        sb_printf(&c, "%sb[%d]", j ? ", " : "", cm_find_shard(&m, si->bufs[slot].buf, si->bufs[slot].shard));
       }
       for (int j = 0; j < p->nvars; j++) {
         const char *nm = p->vars[j]->arg->items[0]->s;
@@ -194,22 +288,48 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
             found = true;
           }
         }
+        /* tinygrad runs every item with the schedule's one var_vals */
+        for (int q = 0; q < gvv.n && !found; q++)
+          if (strcmp(gvv.vars[q]->arg->items[0]->s, nm) == 0) {
+            sb_printf(&c, "%s%lld", j || p->nglobals ? ", " : "", (long long)gvv.vals[q]);
+            found = true;
+          }
         if (!found) tg_fail(TG_EDEVICE, "kernel %s: no value for variable %s", p->name, nm);
       }
-      sb_printf(&c, "); /* item %d */\n", i);
+      if (si->shard >= 0) sb_printf(&c, "); /* item %d, shard %d */\n", i, si->shard);
+      else sb_printf(&c, "); /* item %d */\n", i);
     }
-    for (int i = 0; i < nout; i++) {
-      int k = oslot[i];
+    for (int i = 0, ti = 0; i < nout; i++) {
+      OutRead *r = &ord[i];
       size_t isz = (size_t)outs[i].dtype->itemsize;
-      if (!ost[i]) {
-        size_t n = m.b[k].nbytes < outs[i].nbytes ? m.b[k].nbytes : outs[i].nbytes;
-        sb_printf(&c, "  memcpy(outputs[%d], b[%d], %zu);\n", i, k, n);
-      } else
-        sb_printf(&c, "  tgc_gather(outputs[%d], b[%d], %zu, %zu, %zu, %d, out%d_views);\n", i, k, m.b[k].nbytes, outs[i].nbytes / isz, isz, ost[i]->nviews, i);
+      const char *dst = "outputs";
+      int di = i;
+      if (r->interleave) {
+        sb_printf(&c, "  if (!(tmp[%d] = malloc(%zu))) goto fail;\n", ti, r->outer * r->inner > 0 ? r->outer * r->inner : 1);
+        dst = "tmp";
+        di = ti;
+        any_alloc = true;
+      }
+      for (int p = 0; p < r->nparts; p++) {
+        OutPart *op = &r->parts[p];
+        int k = op->slot;
+        if (op->cst)
+          sb_printf(&c, "  tgc_gather(%s[%d], out%d_%d_const, %zu, %zu, %zu, %d, out%d_%d_views);\n", dst, di, i, p, isz, op->nbytes / isz, isz, op->st->nviews, i, p);
+        else if (!op->st) {
+          size_t n = m.b[k].nbytes < op->nbytes ? m.b[k].nbytes : op->nbytes;
+          sb_printf(&c, "  memcpy(%s[%d], b[%d], %zu);\n", dst, di, k, n);
+        } else
+          sb_printf(&c, "  tgc_gather(%s[%d], b[%d], %zu, %zu, %zu, %d, out%d_%d_views);\n", dst, di, k, m.b[k].nbytes, op->nbytes / isz, isz, op->st->nviews, i, p);
+        if (r->interleave)
+          sb_printf(&c, "  for (size_t i = 0; i < %zu; i++) memcpy((unsigned char *)outputs[%d] + (i * %d + %d) * %zu, tmp[%d] + i * %zu, %zu); /* shard %d */\n",
+                    r->outer, i, r->nparts, p, r->inner, ti, r->inner, r->inner, p);
+      }
+      ti += r->interleave;
     }
     sb_printf(&c, "  goto done;\n");
     sb_printf(&c, any_alloc ? "fail:\n  rc = -1;\ndone:\n" : "done:\n");
     for (int k = 0; k < m.n; k++) if (m.b[k].input < 0 && m.b[k].base < 0) sb_printf(&c, "  free(b[%d]);\n", k);
+    for (int k = 0; k < ntmp; k++) sb_printf(&c, "  free(tmp[%d]);\n", k);
     sb_printf(&c, "  return rc;\n}\n");
     write_or_fail(tmp, "model.c", sb_str(&c));
 

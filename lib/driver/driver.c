@@ -6,8 +6,11 @@
  * items become kernel calls (prototypes taken from the rendered function headers, so they match
  * the definitions in the per-kernel files exactly), memmove (COPY) or pointer offsets
  * (BUFFER_VIEW), and each output is memcpy'd, or gathered through its ShapeTracker's views
- * (emitted as constant tables) when it is a view of a buffer, as rt_read does. Multi-device
- * schedules and symbolic output shapes are refused (TG_EDEVICE) by the bundle. */
+ * (emitted as constant tables) when it is a view of a buffer, as rt_read does. A multi-device
+ * buffer gets one slot per shard (each its own allocation; COPY is memmove between them, a sharded
+ * MULTI output is laid side by side along its axis, MSELECT/MSTACK read one shard), a symbolic
+ * output is read at the shape its BINDs give, and a CONST output is its value through its views.
+ * A BUFFER_VIEW with a symbolic offset is refused (TG_EDEVICE) by the bundle and the runtime. */
 #include "driver_int.h"
 #include "../runtime/runtime.h"
 #include "../runtime/gpu.h"
@@ -112,18 +115,87 @@ void driver_check_inputs(const Graph *g, const Schedule *s) {
 
 /* ---------------------------------------------------------------- running */
 /* the output's dtype, shape and byte size; fails on symbolic shapes */
-void out_shape(UOp *t, DriverOut *o) {
+void out_shape(UOp *t, DriverOut *o) { out_shape_vars(t, NULL, o); }
+
+/* ---------------------------------------------------------------- symbolic outputs
+ * tinygrad's create_schedule_with_vars returns var_vals (each BIND's DEFINE_VAR -> its value), and
+ * a symbolic-shaped tensor's buffer holds the value at the bound shape (the BUFFER is allocated at
+ * the shape's vmax): the concrete shape is sym_infer(shape, var_vals), and the values are read
+ * through the tensor's ShapeTracker with every variable replaced by its value. */
+static void vv_add(VarVals *vv, UOp *var, int64_t val) {
+  if (var->op != OP_DEFINE_VAR) return;
+  for (int i = 0; i < vv->n; i++) if (vv->vars[i] == var) return;
+  if (vv->n == vv->cap) {
+    int nc = vv->cap ? vv->cap * 2 : 16;
+    UOp **nv = arena_alloc(ga(), sizeof *nv * (size_t)nc);
+    int64_t *nl = arena_alloc(ga(), sizeof *nl * (size_t)nc);
+    if (vv->n) { memcpy(nv, vv->vars, sizeof *nv * (size_t)vv->n); memcpy(nl, vv->vals, sizeof *nl * (size_t)vv->n); }
+    vv->vars = nv; vv->vals = nl; vv->cap = nc;
+  }
+  vv->vars[vv->n] = var;
+  vv->vals[vv->n++] = val;
+}
+static void vv_binds(VarVals *vv, UOp *u) {
+  if (!u) return;
+  UList tl = uop_toposort(u, NULL, NULL);
+  for (int k = 0; k < tl.n; k++)
+    if (tl.v[k]->op == OP_BIND && tl.v[k]->nsrc == 2 && tl.v[k]->src[1]->op == OP_CONST && tl.v[k]->src[1]->arg->kind == V_INT)
+      vv_add(vv, tl.v[k]->src[0], tl.v[k]->src[1]->arg->i);
+}
+void var_vals(const Schedule *s, UOp *t, VarVals *vv) {
+  memset(vv, 0, sizeof *vv);
+  for (int i = 0; s && i < s->nitems; i++)
+    for (int q = 0; q < s->items[i].nvars; q++) {
+      UOp *v = s->items[i].vars[q];
+      vv_add(vv, v->op == OP_BIND ? v->src[0] : v, s->items[i].vals[q]);
+    }
+  if (!t) return;
+  const ShapeTracker *st = u_st(t);
+  UOp *vs[64];
+  int nv = st ? st_vars(st, vs, 64) : 0;
+  for (int i = 0; i < nv; i++) vv_binds(vv, vs[i]);
+  SList sh = u_shape(t);
+  for (int k = 0; k < sh.n; k++) vv_binds(vv, sh.v[k].u);
+}
+static int64_t vv_eval(Sint x, const VarVals *vv) {
+  if (si_is_int(x)) return x.c;
+  if (!vv) tg_fail(TG_EDEVICE, "output with a symbolic shape: not implemented yet");
+  return sym_infer(x.u, vv->n, vv->vars, vv->vals);
+}
+void out_shape_vars(UOp *t, const VarVals *vv, DriverOut *o) {
   SList sh = u_shape(t);
   if (sh.n > 32) tg_fail(TG_EDEVICE, "output of %d dimensions (at most 32)", sh.n);
   o->dtype = dt_base(t->dtype);
   o->ndim = sh.n;
   size_t n = 1;
   for (int k = 0; k < sh.n; k++) {
-    if (!si_is_int(sh.v[k])) tg_fail(TG_EDEVICE, "output with a symbolic shape: not implemented yet");
-    o->shape[k] = sh.v[k].c;
-    n *= (size_t)sh.v[k].c;
+    int64_t d = vv_eval(sh.v[k], vv);
+    if (d < 0) tg_fail(TG_EDEVICE, "output dimension %d is %lld under the bound variables", k, (long long)d);
+    o->shape[k] = d;
+    n *= (size_t)d;
   }
   o->nbytes = n * (size_t)o->dtype->itemsize;
+}
+bool out_symbolic(UOp *t) {
+  SList sh = u_shape(t);
+  for (int k = 0; k < sh.n; k++) if (!si_is_int(sh.v[k])) return true;
+  const ShapeTracker *st = u_st(t);
+  UOp *vs[1];
+  return st && st_vars(st, vs, 1) > 0;
+}
+const ShapeTracker *concrete_st(const ShapeTracker *st, const VarVals *vv) {
+  const View **vs = arena_alloc(ga(), sizeof *vs * (size_t)(st->nviews + 1));
+  for (int i = 0; i < st->nviews; i++) {
+    const View *v = st->views[i];
+    int nd = v->ndim;
+    Sint *sh = arena_alloc(ga(), sizeof *sh * (size_t)(nd + 1)), *sd = arena_alloc(ga(), sizeof *sd * (size_t)(nd + 1));
+    Sint *mk = v->mask ? arena_alloc(ga(), sizeof *mk * (size_t)(2 * nd + 1)) : NULL;
+    for (int k = 0; k < nd; k++) { sh[k] = si(vv_eval(v->shape[k], vv)); sd[k] = si(vv_eval(v->strides[k], vv)); }
+    for (int k = 0; mk && k < 2 * nd; k++) mk[k] = si(vv_eval(v->mask[k], vv));
+    SList strides = sl(nd, sd);
+    vs[i] = view_create(sl(nd, sh), &strides, si(vv_eval(v->offset, vv)), mk);
+  }
+  return st_intern(st->nviews, vs);
 }
 
 /* run s with one of the runtimes: 0 CPU, 1 OpenCL, 2 CUDA */
@@ -138,9 +210,24 @@ static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
     r->outs = arena_alloc(ga(), sizeof *r->outs * (size_t)(ss->nsrc + 1));
     for (int i = 0; i < ss->nsrc; i++) {
       DriverOut *o = &r->outs[i];
-      out_shape(ss->src[i], o);
-      o->data = arena_alloc(ga(), o->nbytes + 16);
-      size_t got = rt_read(rt, ss->src[i], -1, o->data, o->nbytes);
+      UOp *ot = ss->src[i];
+      size_t got;
+      if (ot->op != OP_MULTI && out_symbolic(ot)) {
+        /* a symbolic output: its shape and views under the schedule's variable values */
+        VarVals vv;
+        var_vals(s, ot, &vv);
+        out_shape_vars(ot, &vv, o);
+        o->data = arena_alloc(ga(), o->nbytes + 16);
+        UOp *base = u_base(ot);
+        if (base->op == OP_ASSIGN) base = u_buf_uop(base);
+        if (base->op != OP_BUFFER) tg_fail(TG_EDEVICE, "output %d is a %s, not a realized buffer", i, op_names[base->op]);
+        const ShapeTracker *st = ot == base ? NULL : concrete_st(u_st(ot), &vv);
+        got = rt_read_st(rt, base, -1, st && !st_contiguous(st) ? st : NULL, o->data, o->nbytes);
+      } else {
+        out_shape(ot, o);
+        o->data = arena_alloc(ga(), o->nbytes + 16);
+        got = rt_read(rt, ot, -1, o->data, o->nbytes);
+      }
       if (got != o->nbytes) tg_fail(TG_EDEVICE, "output %d: read %zu of %zu bytes", i, got, o->nbytes);
     }
     tg_try_end(&t);
@@ -205,8 +292,12 @@ static double num_at(const DType *dt, const void *p, size_t i) {
 }
 
 bool driver_close(const DType *dt, const void *got, const void *want, size_t n, char *why, size_t wn) {
-  bool f16 = dt->scalar == SC_HALF || dt->scalar == SC_BFLOAT16, isf = dt_is_float(dt);
-  double rtol = f16 ? 1e-2 : 1e-4, atol = f16 ? 1e-2 : 1e-5, worst = 0;
+  bool f16 = dt->scalar == SC_HALF || dt->scalar == SC_BFLOAT16;
+  return driver_close_tol(dt, got, want, n, f16 ? 1e-2 : 1e-4, f16 ? 1e-2 : 1e-5, why, wn);
+}
+bool driver_close_tol(const DType *dt, const void *got, const void *want, size_t n, double rtol, double atol, char *why, size_t wn) {
+  bool isf = dt_is_float(dt);
+  double worst = 0;
   size_t bad = 0, wi = 0;
   for (size_t i = 0; i < n; i++) {
     double a = num_at(dt, got, i), b = num_at(dt, want, i), excess;

@@ -35,6 +35,8 @@ void driver_write_outputs(const DriverRun *r, const char *dir, int navoid, const
 /* true when n elements agree: ints/bools exactly, float rtol 1e-4/atol 1e-5, half/bfloat16 1e-2,
  * NaN equal to NaN; on false, why names the worst element */
 bool driver_close(const DType *dt, const void *got, const void *want, size_t n, char *why, size_t wn);
+/* the same rule with float tolerances given (|got - want| <= atol + rtol * |want|) */
+bool driver_close_tol(const DType *dt, const void *got, const void *want, size_t n, double rtol, double atol, char *why, size_t wn);
 /* compare every output with the expect file's outputs (count, dtype, size, values) */
 bool driver_compare(const DriverRun *r, const Expect *x, char *why, size_t wn);
 /* `tgc compile -t c`: write the directory described above; returns the number of kernels */

@@ -1,5 +1,5 @@
 /* driver_int.h: what the driver's compile paths share (internal to lib/driver): a string builder,
- * the bundle's buffer model (one slot per schedule buffer, BUFFER_VIEWs aliasing their base),
+ * the bundle's buffer model (one slot per schedule buffer and shard, BUFFER_VIEWs aliasing their base),
  * kernel sources and their content-hashed file names, the MANIFEST-recording writer and the
  * atomic install of a finished output directory. */
 #ifndef TGC_DRIVER_INT_H
@@ -16,11 +16,15 @@ const char *sb_str(Sb *b);
 
 typedef struct CBuf {
   UOp *buf;
+  int shard;          /* the shard of a multi-device buffer (one allocation each), or -1 */
   int input;          /* index into inputs[], or -1 */
+  int copy_of;        /* a multi-device input's later shard: allocated, then copied from this slot; or -1 */
   int base;           /* alias of slot base at byte offset off (BUFFER_VIEW), or -1 */
   size_t off, nbytes;
   bool alias_at_item; /* aliased when its BUFFER_VIEW item runs (else at the start) */
 } CBuf;
+/* a schedule's variable values: DEFINE_VAR -> value, from the items' var_vals and t's BINDs */
+typedef struct VarVals { int n, cap; UOp **vars; int64_t *vals; } VarVals;
 typedef struct CModel { Map slot; int n, cap; CBuf *b; const Graph *g; int ninputs; UOp **inputs; } CModel;
 /* the slot of buf, or -1 */
 int cm_find(CModel *m, UOp *buf);
@@ -28,6 +32,11 @@ int cm_find(CModel *m, UOp *buf);
 int cm_add(CModel *m, UOp *buf);
 /* the slot of buf, registering it (and a BUFFER_VIEW's base first) */
 int cm_slot(CModel *m, UOp *buf);
+/* the same for one shard of a multi-device buffer (shard -1: single-device, or shard 0 of a
+ * replicated one); a single-device buffer ignores shard */
+int cm_find_shard(CModel *m, UOp *buf, int shard);
+int cm_add_shard(CModel *m, UOp *buf, int shard);
+int cm_slot_shard(CModel *m, UOp *buf, int shard);
 /* the model's buffers: the graph's BUFFER rows in row order, then every buffer an item touches */
 void cm_build(CModel *m, Arena *a, const Graph *g, const Schedule *s);
 /* "void E_4(float* restrict data0, ...)" from a rendered function */
@@ -50,5 +59,13 @@ void install_output_dir(Arena *a, const char *tmp, const char *dir);
 int row_of(const Graph *g, UOp *u);
 /* o's dtype, ndim and shape from tensor t (TG_EDEVICE when symbolic) */
 void out_shape(UOp *t, DriverOut *o);
+/* every DEFINE_VAR value of s (its items' var_vals) and of the BINDs in t's shape/views (t may be NULL) */
+void var_vals(const Schedule *s, UOp *t, VarVals *vv);
+/* out_shape with symbolic dimensions evaluated under vv (vv NULL: symbolic fails as out_shape) */
+void out_shape_vars(UOp *t, const VarVals *vv, DriverOut *o);
+/* does t's shape or ShapeTracker hold a variable? */
+bool out_symbolic(UOp *t);
+/* st with every shape, stride, offset and mask evaluated under vv (TG_EINPUT for an unbound variable) */
+const ShapeTracker *concrete_st(const ShapeTracker *st, const VarVals *vv);
 
 #endif

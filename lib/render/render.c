@@ -81,8 +81,8 @@ uint16_t render_f2bf(float f) {
 float render_bf2f(uint16_t h) { return u2f((uint32_t)h << 16); }
 
 /* the same conversions, printed into kernels */
-static const char prelude_half[] =
-  "typedef unsigned short tg_half;\n"
+static const char prelude_half[] = "typedef unsigned short tg_half;\n";
+static const char prelude_h2f[] =
   "static inline float tg_h2f(tg_half h) {\n"
   "  unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;\n"
   "  if (e == 0x1f) x = sign | 0x7f800000u | (m << 13);\n"
@@ -92,7 +92,8 @@ static const char prelude_half[] =
   "  } else x = sign | ((e + 112) << 23) | (m << 13);\n"
   "  union { unsigned int u; float f; } v = {x};\n"
   "  return v.f;\n"
-  "}\n"
+  "}\n";
+static const char prelude_f2h[] =
   "static inline tg_half tg_f2h(float f) {\n"
   "  union { float f; unsigned int u; } v = {f};\n"
   "  unsigned int x = v.u, sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xffu, m = x & 0x7fffffu;\n"
@@ -110,26 +111,28 @@ static const char prelude_half[] =
   "  unsigned int hm = m >> 13, rem = m & 0x1fffu, h = sign | ((unsigned int)ee << 10) | hm;\n"
   "  if (rem > 0x1000u || (rem == 0x1000u && (hm & 1))) h++;\n"
   "  return (tg_half)h;\n"
-  "}\n"
-  "static inline float tg_hr(float f) { return tg_h2f(tg_f2h(f)); }\n";
-static const char prelude_bf16[] =
-  "typedef unsigned short tg_bf16;\n"
-  "static inline float tg_bf2f(tg_bf16 h) { union { unsigned int u; float f; } v = {(unsigned int)h << 16}; return v.f; }\n"
+  "}\n";
+static const char prelude_hr[] = "static inline float tg_hr(float f) { return tg_h2f(tg_f2h(f)); }\n";
+static const char prelude_bf16[] = "typedef unsigned short tg_bf16;\n";
+static const char prelude_bf2f[] =
+  "static inline float tg_bf2f(tg_bf16 h) { union { unsigned int u; float f; } v = {(unsigned int)h << 16}; return v.f; }\n";
+static const char prelude_f2bf[] =
   "static inline tg_bf16 tg_f2bf(float f) {\n"
   "  union { float f; unsigned int u; } v = {f};\n"
   "  unsigned int x = v.u;\n"
   "  if ((x & 0x7f800000u) != 0x7f800000u) x += 0x7fffu + ((x >> 16) & 1u);\n"
   "  else if (x & 0xffffu) x |= 0x10000u;\n"
   "  return (tg_bf16)(x >> 16);\n"
-  "}\n"
-  "static inline float tg_br(float f) { return tg_bf2f(tg_f2bf(f)); }\n";
+  "}\n";
+static const char prelude_br[] = "static inline float tg_br(float f) { return tg_bf2f(tg_f2bf(f)); }\n";
 /* tinygrad's xpow (uop/decompositions.py) */
-static const char prelude_pow[] =
+static const char prelude_powf[] =
   "static inline float tg_powf(float b, float e) {\n"
   "  float ret = exp2f(log2f(b < 0 ? -b : b) * e);\n"
   "  float adj = e != (float)(int)e ? NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0f : 1.0f;\n"
   "  return (b == 0 && e == 0) ? 1.0f : ret * (b < 0 ? adj : 1.0f);\n"
-  "}\n"
+  "}\n";
+static const char prelude_pow[] =
   "static inline double tg_pow(double b, double e) {\n"
   "  double ret = exp2(log2(b < 0 ? -b : b) * e);\n"
   "  double adj = e != (double)(int)e ? (double)NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0 : 1.0;\n"
@@ -516,24 +519,47 @@ static void scan_needs(const Program *p, Needs *n) {
   }
 }
 
+/* print one guarded helper (the guard lets the preludes of several kernels share a translation unit) */
+static void put_helper(SB *b, const char *guard, const char *text) { sb_printf(b, "#ifndef %s\n#define %s\n%s#endif\n", guard, guard, text); }
+/* does the rendered text call helper name (name followed by '(')? */
+static bool calls(const char *text, const char *name) {
+  size_t l = strlen(name);
+  for (const char *p = strstr(text, name); p; p = strstr(p + 1, name)) if (p[l] == '(') return true;
+  return false;
+}
+/* Only the helpers the rendered functions call are printed (plus the helpers those call), so no
+ * translation unit carries an unused static function (clang's -Wunused-function). */
 char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBackend *be) {
   Needs nd;
   memset(&nd, 0, sizeof nd);
-  for (int i = 0; i < n; i++) scan_needs(ps[i], &nd);
+  SB fns;
+  sb_init(&fns, a);
+  for (int i = 0; i < n; i++) { scan_needs(ps[i], &nd); sb_str(&fns, render_function(a, ps[i], be)); }
+  const char *t = fns.s;
+  bool em = be->emulated_16bit;
+  bool hr = em && calls(t, "tg_hr"), h2f = em && (hr || calls(t, "tg_h2f")), f2h = em && (hr || calls(t, "tg_f2h"));
+  bool br = em && calls(t, "tg_br"), bf2f = em && (br || calls(t, "tg_bf2f")), f2bf = em && (br || calls(t, "tg_f2bf"));
   SB b;
   sb_init(&b, a);
-  /* every section is guarded, so preludes of several kernels can share one translation unit */
   sb_str(&b, be->prelude_head ? be->prelude_head : "#include <math.h>\n");
-  if (be->emulated_16bit && nd.half) sb_printf(&b, "#ifndef TGC_HALF\n#define TGC_HALF\n%s#endif\n", prelude_half);
-  if (be->emulated_16bit && nd.bf16) sb_printf(&b, "#ifndef TGC_BF16\n#define TGC_BF16\n%s#endif\n", prelude_bf16);
-  if (nd.pow) sb_printf(&b, "#ifndef TGC_POW\n#define TGC_POW\n%s#endif\n", prelude_pow);
-  if (nd.threefry) sb_printf(&b, "#ifndef TGC_THREEFRY\n#define TGC_THREEFRY\n%s#endif\n", prelude_threefry);
+  if (em && (nd.half || h2f || f2h || strstr(t, "tg_half"))) put_helper(&b, "TGC_HALF", prelude_half);
+  if (h2f) put_helper(&b, "TGC_H2F", prelude_h2f);
+  if (f2h) put_helper(&b, "TGC_F2H", prelude_f2h);
+  if (hr) put_helper(&b, "TGC_HR", prelude_hr);
+  if (em && (nd.bf16 || bf2f || f2bf || strstr(t, "tg_bf16"))) put_helper(&b, "TGC_BF16", prelude_bf16);
+  if (bf2f) put_helper(&b, "TGC_BF2F", prelude_bf2f);
+  if (f2bf) put_helper(&b, "TGC_F2BF", prelude_f2bf);
+  if (br) put_helper(&b, "TGC_BR", prelude_br);
+  if (calls(t, "tg_powf")) put_helper(&b, "TGC_POWF", prelude_powf);
+  if (calls(t, "tg_pow")) put_helper(&b, "TGC_POW", prelude_pow);
+  if (calls(t, "tg_threefry")) put_helper(&b, "TGC_THREEFRY", prelude_threefry);
   for (int i = 0; i < nd.nbc; i++) {
-    const DType *f = dt_scalar(nd.bc[i][0]), *t = dt_scalar(nd.bc[i][1]);
+    const DType *f = dt_scalar(nd.bc[i][0]), *to = dt_scalar(nd.bc[i][1]);
     const char *fs = dt_short_name(nd.bc[i][0]), *ts = dt_short_name(nd.bc[i][1]);
+    if (!calls(t, arena_printf(a, "tg_bc_%s_%s", fs, ts))) continue;
     sb_printf(&b, "#ifndef TGC_BC_%s_%s\n#define TGC_BC_%s_%s\n", fs, ts, fs, ts);
-    sb_printf(&b, "static inline %s tg_bc_%s_%s(%s x) { union { %s a; %s b; } u; u.a = x; return u.b; }\n#endif\n", be->type_name(t),
-              fs, ts, be->type_name(f), be->type_name(f), be->type_name(t));
+    sb_printf(&b, "static inline %s tg_bc_%s_%s(%s x) { union { %s a; %s b; } u; u.a = x; return u.b; }\n#endif\n", be->type_name(to),
+              fs, ts, be->type_name(f), be->type_name(f), be->type_name(to));
   }
   return be->prelude_fix ? be->prelude_fix(a, b.s) : b.s;
 }

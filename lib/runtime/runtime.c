@@ -132,8 +132,13 @@ RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard) {
   if (b) return b;
   if (buf->op == OP_BUFFER_VIEW && buf->arg->kind == V_TUPLE && buf->arg->n == 2) {
     /* a sub-buffer: its base's memory at offset * the base's itemsize (Buffer.view) */
+    if (buf->arg->items[0]->kind != V_INT || buf->arg->items[1]->kind != V_INT)
+      tg_fail(TG_EDEVICE, "runtime: a BUFFER_VIEW with a symbolic offset: not implemented yet");
     UOp *base = u_buf_uop(buf->src[0]);
-    rt_alias(rt, buf, shard, base, shard, (size_t)buf->arg->items[1]->i * (size_t)dt_base(base->dtype)->itemsize);
+    int bshard = shard;
+    /* a view of MSTACK(a, b, ...) is, on each shard, a view of that shard's buffer */
+    if (base->op == OP_MSTACK && base->nsrc) { base = u_buf_uop(base->src[shard > 0 && shard < base->nsrc ? shard : 0]); bshard = -1; }
+    rt_alias(rt, buf, shard, base, bshard, (size_t)buf->arg->items[1]->i * (size_t)dt_base(base->dtype)->itemsize);
     return map_get(&rt->bufs, key, uop_h(key), NULL);
   }
   if (buf->op != OP_BUFFER || buf->arg->kind != V_INT) tg_fail(TG_EINPUT, "runtime: a %s is not a buffer", op_names[buf->op]);
@@ -243,18 +248,30 @@ static size_t read_multi(Runtime *rt, UOp *t, void *out, size_t cap) {
 size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
   if (t->op == OP_MULTI) return read_multi(rt, t, out, cap);
   UOp *base = u_base(t);
+  /* t's views over MSELECT(x, i) read x's shard i; over MSTACK(a, b, ...), the shard's own buffer */
+  for (int guard = 0; guard < 8; guard++) {
+    if (base->op == OP_ASSIGN) base = u_buf_uop(base);
+    if (base->op == OP_MSELECT && base->nsrc && base->arg->kind == V_INT) { shard = (int)base->arg->i; base = u_base(base->src[0]); }
+    else if (base->op == OP_MSTACK && base->nsrc) { base = u_base(base->src[shard > 0 && shard < base->nsrc ? shard : 0]); shard = -1; }
+    else break;
+  }
   /* a realized tensor is an ASSIGN into its buffer (becomes_map sends it to buf_uop) */
   if (base->op == OP_ASSIGN) base = u_buf_uop(base);
-  if (base->op != OP_BUFFER) tg_fail(TG_EINPUT, "runtime: can't read a %s (not a realized buffer)", op_names[base->op]);
+  if (base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EINPUT, "runtime: can't read a %s (not a realized buffer)", op_names[base->op]);
+  if (t == base || (u_base(t) == t && st_contiguous(u_st(t)))) return rt_read_st(rt, base, shard, NULL, out, cap);
+  const ShapeTracker *st = u_st(t);
+  if (!st) tg_fail(TG_EINPUT, "runtime: a %s has no shape", op_names[t->op]);
+  return rt_read_st(rt, base, shard, st, out, cap);
+}
+
+size_t rt_read_st(Runtime *rt, UOp *base, int shard, const ShapeTracker *st, void *out, size_t cap) {
   RtBuf *b = rt_buffer(rt, base, shard);
   size_t isz = (size_t)dt_base(base->dtype)->itemsize;
-  if (t == base || (u_base(t) == t && st_contiguous(u_st(t)))) {
+  if (!st) {
     size_t n = b->nbytes < cap ? b->nbytes : cap;
     memcpy(out, b->data, n);
     return n;
   }
-  const ShapeTracker *st = u_st(t);
-  if (!st) tg_fail(TG_EINPUT, "runtime: a %s has no shape", op_names[t->op]);
   Sint sz = st_size(st);
   if (!si_is_int(sz)) tg_fail(TG_EINPUT, "runtime: can't read a symbolic shape");
   size_t total = (size_t)sz.c;

@@ -41,5 +41,8 @@ int rt_run_schedule(Runtime *rt, const Schedule *s);
 /* the logical value of a tensor uop after the schedule ran: a BUFFER, or movement ops/VIEWs of
  * one, gathered C-contiguously into out (u_size(t) elements of t's dtype); returns bytes written */
 size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap);
+/* the same for a buffer read through st (NULL: its bytes as they are), e.g. a symbolic output's
+ * ShapeTracker with its variables bound (shapes and strides must be ints) */
+size_t rt_read_st(Runtime *rt, UOp *base, int shard, const ShapeTracker *st, void *out, size_t cap);
 
 #endif

@@ -1,0 +1,101 @@
+/* corpus.h: helpers the Criterion suites share for walking the oracle corpus ($TGC_ORACLE, default
+ * ../shared/oracle) and running its numeric cases. Header-only (static inline), so every test binary
+ * the Makefile builds from one tests/test_*.c gets them without a link change; include it after
+ * <criterion/criterion.h> (the helpers assert with cr_assert).
+ *   corpus_case_begin/end  a fresh UCtx per case over the test's outer one
+ *   corpus_oracle          the corpus root
+ *   corpus_tmpdir          one mkdtemp directory per binary (template "/tmp/tgc_NAME_XXXXXX")
+ *   corpus_list            sorted NAME of every NAME.graph.json under a directory
+ *   corpus_run_numeric     schedule + run one numeric case on a device and compare it with its
+ *                          expect outputs (driver_compare), checking the comparison can fail
+ *   corpus_write_bytes     write a byte buffer to a file */
+#ifndef TGC_TESTS_CORPUS_H
+#define TGC_TESTS_CORPUS_H
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "driver/driver.h"
+
+static UCtx *corpus_outer_ctx;
+/* a new context for one case; corpus_case_end frees it and returns to the test's context */
+static inline UCtx *corpus_case_begin(void) { corpus_outer_ctx = uctx; return uop_ctx_new(); }
+static inline void corpus_case_end(UCtx *c) { uop_ctx_free(c); uctx = corpus_outer_ctx; }
+
+/* $TGC_ORACLE or ../shared/oracle */
+static inline const char *corpus_oracle(void) {
+  const char *o = getenv("TGC_ORACLE");
+  return o && *o ? o : "../shared/oracle";
+}
+
+/* a temporary directory made once from tmpl (a writable "/tmp/..._XXXXXX" array) */
+static inline const char *corpus_tmpdir(char *tmpl) {
+  static bool made;
+  if (!made) { cr_assert(mkdtemp(tmpl) != NULL, "mkdtemp %s", tmpl); made = true; }
+  return tmpl;
+}
+
+/* sorted case names (NAME of NAME.graph.json) under dir; returns how many */
+static inline int corpus_list_dir(const char *dirp, char ***out) {
+  DIR *d = opendir(dirp);
+  cr_assert(d != NULL, "no corpus at %s", dirp);
+  int n = 0, cap = 64;
+  char **v = arena_alloc(ga(), sizeof *v * (size_t)cap);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t l = strlen(e->d_name);
+    if (l < 12 || strcmp(e->d_name + l - 11, ".graph.json")) continue;
+    if (n == cap) {
+      char **nv = arena_alloc(ga(), sizeof *nv * (size_t)cap * 2);
+      memcpy(nv, v, sizeof *v * (size_t)n);
+      v = nv;
+      cap *= 2;
+    }
+    v[n++] = arena_printf(ga(), "%.*s", (int)(l - 11), e->d_name);
+  }
+  closedir(d);
+  for (int i = 1; i < n; i++) for (int j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) { char *t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
+  *out = v;
+  return n;
+}
+/* the same under corpus_oracle()/sub ("schedule", "numeric") */
+static inline int corpus_list(const char *sub, char ***out) { return corpus_list_dir(arena_printf(ga(), "%s/%s", corpus_oracle(), sub), out); }
+
+/* run dir/name.graph.json on dev ("cpu", "opencl", "cuda") and compare with dir/name.expect.json;
+ * when it matches, a perturbed float output must not (the comparison can fail). 1 match, 0 not
+ * (why says what differs or the error) */
+static inline int corpus_run_numeric_in(const char *dirp, const char *name, const char *dev, char *why, size_t wn) {
+  UCtx *c = corpus_case_begin();
+  volatile int ok = 0;
+  TgTry t;
+  if (TG_TRY(t)) {
+    Graph *g = graph_read_file(arena_printf(ga(), "%s/%s.graph.json", dirp, name));
+    Expect *x = expect_read_file(arena_printf(ga(), "%s/%s.expect.json", dirp, name));
+    Schedule *s = driver_schedule(g);
+    driver_check_inputs(g, s);
+    DriverRun *r = driver_run_device(g, s, dev);
+    ok = driver_compare(r, x, why, wn);
+    if (ok && r->noutputs && r->outs[0].dtype->scalar == SC_FLOAT && r->outs[0].nbytes >= 4) {
+      ((float *)r->outs[0].data)[0] = ((float *)r->outs[0].data)[0] * 2.0f + 1.0f;
+      char w2[256];
+      if (driver_compare(r, x, w2, sizeof w2)) { ok = 0; snprintf(why, wn, "a perturbed output still matched"); }
+    }
+    tg_try_end(&t);
+  } else snprintf(why, wn, "error %d: %.900s", tg_last_error.code, tg_last_error.msg);
+  corpus_case_end(c);
+  return ok;
+}
+/* the same for a case of corpus_oracle()/numeric */
+static inline int corpus_run_numeric(const char *name, const char *dev, char *why, size_t wn) {
+  return corpus_run_numeric_in(arena_printf(ga(), "%s/numeric", corpus_oracle()), name, dev, why, wn);
+}
+
+/* write n bytes to path; false on failure */
+static inline bool corpus_write_bytes(const char *path, const void *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return false;
+  bool ok = fwrite(p, 1, n, f) == n;
+  return fclose(f) == 0 && ok;
+}
+
+#endif
