@@ -103,6 +103,10 @@ expect 0 "compile -t c" "$TGC" compile "$G" -t c -o "$tmp/c"
 for f in schedule.json model.h model.c Makefile.inc; do [ -f "$tmp/c/$f" ] && ok || bad "compile wrote no $f"; done
 expect 0 "run -d cpu --expect" "$TGC" run "$M" -d cpu -o "$tmp/r" --expect "${M%.graph.json}.expect.json"
 [ -f "$tmp/r/out0.npy" ] && ok || bad "run wrote no out0.npy"
+# an output that is a broadcast CONST (no kernel, no buffer) is still written, with its shape
+K=$(ls "$ORACLE"/schedule/test_ops.TestOps_test_add.3.*.graph.json | head -1)
+expect 0 "run a constant output" "$TGC" run "$K" -d cpu -o "$tmp/k"
+if python3 -c "import numpy as np, sys; a = np.load(sys.argv[1]); sys.exit(not (a.shape == (45, 68) and a.dtype == np.float32 and (a == 1).all()))" "$tmp/k/out1.npy"; then ok; else bad "constant output out1.npy is not a 45x68 float32 of ones"; fi
 
 # ---- the manual renders without warnings ----
 if command -v groff >/dev/null 2>&1; then

@@ -5,16 +5,22 @@
  *   corpus_case_begin/end  a fresh UCtx per case over the test's outer one
  *   corpus_oracle          the corpus root
  *   corpus_tmpdir          one mkdtemp directory per binary (template "/tmp/tgc_NAME_XXXXXX")
+ *   corpus_symbolic_dir    tests/aot/symbolic (symbolic-shape numeric cases recorded from tinygrad)
  *   corpus_list            sorted NAME of every NAME.graph.json under a directory
  *   corpus_run_numeric     schedule + run one numeric case on a device and compare it with its
  *                          expect outputs (driver_compare), checking the comparison can fail
- *   corpus_write_bytes     write a byte buffer to a file */
+ *   corpus_write_bytes     write a byte buffer to a file
+ *   HSet, hset_add         a set of 64-bit content hashes (deduplicating emitted files)
+ *   Batch, batch_add       emitted kernels concatenated into one translation unit, with the line
+ *                          each one starts on (to name the kernel a diagnostic points into) */
 #ifndef TGC_TESTS_CORPUS_H
 #define TGC_TESTS_CORPUS_H
 #include <dirent.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "driver/driver.h"
 
 static UCtx *corpus_outer_ctx;
@@ -34,6 +40,16 @@ static inline const char *corpus_tmpdir(char *tmpl) {
   if (!made) { cr_assert(mkdtemp(tmpl) != NULL, "mkdtemp %s", tmpl); made = true; }
   return tmpl;
 }
+
+/* the repository root: the directory above this header's tests/ */
+static inline const char *corpus_src_root(void) {
+  const char *f = __FILE__, *s = strstr(f, "tests/corpus.h");
+  char cwd[4096];
+  const char *here = getcwd(cwd, sizeof cwd) ? cwd : ".";
+  if (s && s > f) return f[0] == '/' ? arena_printf(ga(), "%.*s", (int)(s - f - 1), f) : arena_printf(ga(), "%s/%.*s", here, (int)(s - f - 1), f);
+  return arena_strdup(ga(), here);
+}
+static inline const char *corpus_symbolic_dir(void) { return arena_printf(ga(), "%s/tests/aot/symbolic", corpus_src_root()); }
 
 /* sorted case names (NAME of NAME.graph.json) under dir; returns how many */
 static inline int corpus_list_dir(const char *dirp, char ***out) {
@@ -98,4 +114,41 @@ static inline bool corpus_write_bytes(const char *path, const void *p, size_t n)
   return fclose(f) == 0 && ok;
 }
 
+/* a set of 64-bit content hashes (open addressing; 0 is never stored) */
+typedef struct HSet { uint64_t *v; size_t cap, n; } HSet;
+static inline bool hset_add(HSet *h, uint64_t x) {
+  if (!x) x = 1;
+  if ((h->n + 1) * 2 > h->cap) {
+    HSet nh = {calloc(h->cap ? h->cap * 2 : 4096, sizeof(uint64_t)), h->cap ? h->cap * 2 : 4096, 0};
+    for (size_t i = 0; i < h->cap; i++) if (h->v[i]) hset_add(&nh, h->v[i]);
+    free(h->v);
+    *h = nh;
+  }
+  size_t i = (size_t)(x % h->cap);
+  while (h->v[i]) { if (h->v[i] == x) return false; i = (i + 1) % h->cap; }
+  h->v[i] = x;
+  h->n++;
+  return true;
+}
+typedef struct Batch { char *text; size_t n, cap; int nk, lines; int nmark; int mline[512]; char mname[512][96]; } Batch;
+static inline void batch_add(Batch *b, const char *src, const char *name) {
+  size_t l = strlen(src);
+  if (b->n + l + 1 > b->cap) { b->cap = (b->n + l + 1) * 2; b->text = realloc(b->text, b->cap); }
+  memcpy(b->text + b->n, src, l + 1);
+  b->n += l;
+  if (b->nmark < 512) { b->mline[b->nmark] = b->lines + 1; snprintf(b->mname[b->nmark++], 96, "%s", name); }
+  for (size_t i = 0; i < l; i++) b->lines += src[i] == '\n';
+  b->nk++;
+}
+/* the name given with the kernel that holds line (1-based) of the batch text */
+static inline const char *batch_name_at(const Batch *b, int line) {
+  int k = 0;
+  while (k + 1 < b->nmark && b->mline[k + 1] <= line) k++;
+  return b->nmark ? b->mname[k] : "?";
+}
+static inline void batch_reset(Batch *b) {
+  b->n = 0;
+  b->nk = b->lines = b->nmark = 0;
+  if (b->text) b->text[0] = 0;
+}
 #endif

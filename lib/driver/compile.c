@@ -72,13 +72,9 @@ int cm_add_shard(CModel *m, UOp *buf, int shard) {
   return m->n++;
 }
 int cm_slot(CModel *m, UOp *buf) { return cm_slot_shard(m, buf, -1); }
-/* a BUFFER_VIEW's size or offset; a symbolic one (a view of a shrink by a bound variable, whose
- * bounds tgc run cannot check either) is refused */
-static int64_t bv_arg(CModel *m, const Value *v) {
-  (void)m;
-  if (v->kind == V_INT) return v->i;
-  tg_fail(TG_EDEVICE, "compile: a BUFFER_VIEW with a symbolic offset: not implemented yet");
-}
+/* a BUFFER_VIEW's size or offset; a symbolic one (a view of a shrink by a bound variable) takes
+ * the schedule's variable values: the bundle runs the schedule tinygrad made for those values */
+static int64_t bv_arg(CModel *m, const Value *v) { return vv_value(v, &m->vv); }
 /* the slot of (buf, shard), registering it (and a BUFFER_VIEW's base first) */
 int cm_slot_shard(CModel *m, UOp *buf, int shard) {
   shard = norm_shard(buf, shard);
@@ -114,6 +110,7 @@ int cm_slot_shard(CModel *m, UOp *buf, int shard) {
 void cm_build(CModel *m, Arena *a, const Graph *g, const Schedule *s) {
   map_init(&m->slot, a);
   m->g = g;
+  var_vals(s, NULL, &m->vv);
   m->inputs = arena_alloc(a, sizeof(UOp *) * (size_t)(g->nrows + 1));
   for (int i = 0; i < g->nrows; i++) if (g->rows[i] && g->rows[i]->op == OP_BUFFER) m->inputs[m->ninputs++] = g->rows[i];
   for (int i = 0; i < m->ninputs; i++) cm_slot(m, m->inputs[i]);

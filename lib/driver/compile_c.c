@@ -1,5 +1,5 @@
 /* compile_c.c: `tgc compile -t c`, the per-kernel C files and the AOT bundle (see driver.c's header
- * and driver.h). */
+ * and driver.h); model_plan/model_emit_run also build the GPU host program (compile_gpu.c). */
 #include "driver_int.h"
 #include "../runtime/runtime.h"
 #include "../runtime/gpu.h"
@@ -12,29 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* how one output is read: one part (a buffer, or one shard of a multi-device buffer, through
- * its views when it is not contiguous) copied into outputs[i], or for a MULTI sharded on an axis
- * one part per shard, each read into a temporary and laid side by side along the axis */
-typedef struct OutPart { int slot; const ShapeTracker *st; size_t nbytes; UOp *cst; } OutPart; /* cst: a CONST/BIND value, slot -1 */
-typedef struct OutRead { int nparts; OutPart *parts; bool interleave; size_t outer, inner; } OutRead;
-
-/* the bytes of constant c as an element of dtype dt (little-endian) */
-static void const_bytes(const DType *dt, const Value *v, unsigned char *out) {
-  double f = v->kind == V_FLOAT ? v->f : v->kind == V_BOOL ? v->b : (double)v->i;
-  int64_t n = v->kind == V_FLOAT ? (int64_t)v->f : v->kind == V_BOOL ? v->b : v->i;
-  float ff = (float)f;
-  uint16_t h;
-  memset(out, 0, (size_t)dt->itemsize);
-  switch (dt->scalar) {
-  case SC_FLOAT: memcpy(out, &ff, 4); break;
-  case SC_DOUBLE: memcpy(out, &f, 8); break;
-  case SC_HALF: h = render_f2h(ff); memcpy(out, &h, 2); break;
-  case SC_BFLOAT16: h = render_f2bf(ff); memcpy(out, &h, 2); break;
-  case SC_BOOL: out[0] = f != 0; break;
-  default: for (int k = 0; k < dt->itemsize && k < 8; k++) out[k] = (unsigned char)((uint64_t)n >> (8 * k)); break;
-  }
-}
 
 /* the part for tensor x read as shard (-1 single-device); vv binds a symbolic view (or NULL) */
 static OutPart out_part(CModel *m, UOp *x, int shard, const VarVals *vv, size_t nbytes, int i) {
@@ -68,7 +45,21 @@ static OutPart out_part(CModel *m, UOp *x, int shard, const VarVals *vv, size_t 
   return p;
 }
 
-int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
+/* the value item si runs kernel p's j-th variable with: the item's var_vals, else the schedule's
+ * (tinygrad runs every item with the schedule's one var_vals) */
+static int64_t item_var(const SchedItem *si, const VarVals *gvv, const Program *p, int j) {
+  const char *nm = p->vars[j]->arg->items[0]->s;
+  for (int q = 0; q < si->nvars; q++) {
+    UOp *v = si->vars[q];
+    if (v->op == OP_BIND) v = v->src[0];
+    if (v->op == OP_DEFINE_VAR && strcmp(v->arg->items[0]->s, nm) == 0) return si->vals[q];
+  }
+  for (int q = 0; q < gvv->n; q++)
+    if (strcmp(gvv->vars[q]->arg->items[0]->s, nm) == 0) return gvv->vals[q];
+  tg_fail(TG_EDEVICE, "kernel %s: no value for variable %s", p->name, nm);
+}
+
+void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
   Arena *a = ga();
   /* lower each distinct kernel AST once, in schedule order */
   KNames kn;
@@ -89,7 +80,7 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
       ps[nprog++] = p;
     }
     names[i] = p->name;
-    sources[i] = kernel_file(a, p, &render_c);
+    sources[i] = kernel_file(a, p, be);
   }
   VarVals gvv;
   var_vals(s, NULL, &gvv);
@@ -143,7 +134,156 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     }
     for (int p = 0; p < r->nparts; p++) need_gather |= r->parts[p].st != NULL;
   }
+  *mp = (ModelPlan){m, progs, nprog, ps, names, sources, gvv, nout, outs, ord, need_gather, ntmp};
+}
 
+/* the tail of model.c / host.c: the output view tables and tgc_model_run; gpu: each kernel runs
+ * through the host program's gpu_run(k, bufs, nbytes, written, vars) instead of a direct call */
+void model_emit_run(Sb *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
+  Arena *a = ga();
+  Sb c = *out;
+  CModel m = mp->m;
+  int nout = mp->nout, ntmp = mp->ntmp, nprog = mp->nprog;
+  const OutRead *ord = mp->ord;
+  const DriverOut *outs = mp->outs;
+  UOp *ss = s->sched_sink;
+  if (mp->need_gather) {
+    sb_printf(&c, "%s", gather_src);
+    for (int i = 0; i < nout; i++)
+      for (int p = 0; p < ord[i].nparts; p++) {
+        const ShapeTracker *st = ord[i].parts[p].st;
+        if (!st) continue;
+        if (ord[i].parts[p].cst) {
+          const DType *cdt = dt_base(ss->src[i]->dtype);
+          unsigned char cb[16];
+          rt_const_bytes(cdt, ord[i].parts[p].cst->arg, cb);
+          sb_printf(&c, "static const unsigned char out%d_%d_const[%d] = {", i, p, cdt->itemsize);
+          for (int k = 0; k < cdt->itemsize; k++) sb_printf(&c, "%s%u", k ? ", " : "", cb[k]);
+          sb_printf(&c, "}; /* the constant %s */\n", dt_repr(a, cdt));
+        }
+        for (int v = 0; v < st->nviews; v++) {
+          const View *w = st->views[v];
+          sb_printf(&c, "static const long long out%d_%d_view%d[] = {%d, %lld, %d", i, p, v, w->ndim, (long long)w->offset.c, w->mask ? 1 : 0);
+          for (int k = 0; k < w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->shape[k].c);
+          for (int k = 0; k < w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->strides[k].c);
+          for (int k = 0; w->mask && k < 2 * w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->mask[k].c);
+          sb_printf(&c, "};\n");
+        }
+        sb_printf(&c, "static const long long *const out%d_%d_views[] = {", i, p);
+        for (int v = 0; v < st->nviews; v++) sb_printf(&c, "%sout%d_%d_view%d", v ? ", " : "", i, p, v);
+        sb_printf(&c, "};\n\n");
+      }
+  }
+  sb_printf(&c, "int tgc_model_run(void *const *inputs, void *const *outputs) {\n");
+  sb_printf(&c, "  void *b[%d] = {0};\n  int rc = 0;\n", m.n ? m.n : 1);
+  if (ntmp) sb_printf(&c, "  unsigned char *tmp[%d] = {0}; /* the shards of sharded outputs */\n", ntmp);
+  if (!m.n) sb_printf(&c, "  (void)b;\n");
+  if (!nout && !m.ninputs) sb_printf(&c, "  (void)inputs;\n  (void)outputs;\n");
+  else if (!m.ninputs) sb_printf(&c, "  (void)inputs;\n");
+  else if (!nout) sb_printf(&c, "  (void)outputs;\n");
+  for (int k = 0; k < m.n; k++) {
+    CBuf *cb = &m.b[k];
+    if (cb->input >= 0) sb_printf(&c, "  b[%d] = inputs[%d];\n", k, cb->input);
+  }
+  bool any_alloc = false;
+  for (int k = 0; k < m.n; k++) {
+    CBuf *cb = &m.b[k];
+    if (cb->input >= 0 || cb->base >= 0) continue;
+    const Value *dv = u_device(cb->buf);
+    const char *dn = dv && dv->kind == V_STR ? dv->s : dv && dv->kind == V_TUPLE && cb->shard >= 0 && cb->shard < dv->n ? dv->items[cb->shard]->s : "";
+    sb_printf(&c, "  if (!(b[%d] = calloc(1, %zu))) goto fail; /* %s%s%s", k, cb->nbytes ? cb->nbytes : 1, dt_repr(a, dt_base(cb->buf->dtype)), *dn ? " on " : "", dn);
+    if (cb->shard >= 0) sb_printf(&c, ", shard %d", cb->shard);
+    sb_printf(&c, " */\n");
+    any_alloc = true;
+  }
+  for (int k = 0; k < m.n; k++)
+    if (m.b[k].copy_of >= 0) sb_printf(&c, "  memcpy(b[%d], b[%d], %zu); /* shard %d of an input */\n", k, m.b[k].copy_of, m.b[k].nbytes, m.b[k].shard);
+  for (int k = 0; k < m.n; k++) {
+    CBuf *cb = &m.b[k];
+    if (cb->base >= 0 && !cb->alias_at_item) sb_printf(&c, "  b[%d] = (char *)b[%d] + %zu; /* BUFFER_VIEW */\n", k, cb->base, cb->off);
+  }
+  for (int i = 0; i < s->nitems; i++) {
+    const SchedItem *si = &s->items[i];
+    if (si->ast->op == OP_BUFFER_VIEW) {
+      int k = si->nbufs >= 1 ? cm_find_shard(&m, si->bufs[0].buf, si->bufs[0].shard) : -1;
+      if (k >= 0 && m.b[k].alias_at_item) sb_printf(&c, "  b[%d] = (char *)b[%d] + %zu; /* item %d: BUFFER_VIEW */\n", k, m.b[k].base, m.b[k].off, i);
+      else sb_printf(&c, "  /* item %d: BUFFER_VIEW (aliased above) */\n", i);
+      continue;
+    }
+    if (si->ast->op == OP_COPY) {
+      if (si->nbufs < 2) tg_fail(TG_EDEVICE, "compile: COPY item %d needs 2 buffers", i);
+      int d = cm_find_shard(&m, si->bufs[0].buf, si->bufs[0].shard), sl = cm_find_shard(&m, si->bufs[1].buf, si->bufs[1].shard);
+      size_t n = m.b[d].nbytes < m.b[sl].nbytes ? m.b[d].nbytes : m.b[sl].nbytes;
+      sb_printf(&c, "  if (b[%d] != b[%d]) memmove(b[%d], b[%d], %zu); /* item %d: COPY */\n", d, sl, d, sl, n, i);
+      continue;
+    }
+    if (si->ast->op != OP_SINK) tg_fail(TG_EDEVICE, "compile: a %s schedule item", op_names[si->ast->op]);
+    const Program *p = umap_getp((UMap *)&mp->progs, si->ast);
+    Sb bl = {a, NULL, 0, 0}, vl = {a, NULL, 0, 0}, nl = {a, NULL, 0, 0}, wl = {a, NULL, 0, 0};
+    for (int j = 0; j < p->nglobals; j++) {
+      int slot = (int)p->globals[j].u->arg->i;
+      if (slot < 0 || slot >= si->nbufs) tg_fail(TG_EDEVICE, "kernel %s: DEFINE_GLOBAL %d but the item has %d buffers", p->name, slot, si->nbufs);
+      int k = cm_find_shard(&m, si->bufs[slot].buf, si->bufs[slot].shard);
+      sb_printf(&bl, "%sb[%d]", j ? ", " : "", k);
+      sb_printf(&nl, "%s%zu", j ? ", " : "", m.b[k].nbytes);
+      sb_printf(&wl, "%s%d", j ? ", " : "", p->globals[j].written ? 1 : 0);
+    }
+    for (int j = 0; j < p->nvars; j++) sb_printf(&vl, "%s%lld", j ? ", " : "", (long long)item_var(si, &mp->gvv, p, j));
+    const char *where = si->shard >= 0 ? arena_printf(a, "item %d, shard %d", i, si->shard) : arena_printf(a, "item %d", i);
+    if (gpu) {
+      int ki = 0;
+      while (ki < nprog && mp->ps[ki] != p) ki++;
+      sb_printf(&c, "  { /* %s: %s */\n    unsigned char *a[] = {%s}; const size_t n[] = {%s}; const int w[] = {%s}, v[] = {%s};\n"
+                    "    if (gpu_run(%d, a, n, w, v)) goto fail;\n  }\n",
+                where, p->name, p->nglobals ? sb_str(&bl) : "0", p->nglobals ? sb_str(&nl) : "0", p->nglobals ? sb_str(&wl) : "0",
+                p->nvars ? sb_str(&vl) : "0", ki);
+      any_alloc = true;
+    } else
+      sb_printf(&c, "  %s(%s%s%s); /* %s */\n", p->fname, sb_str(&bl), p->nglobals && p->nvars ? ", " : "", sb_str(&vl), where);
+  }
+  for (int i = 0, ti = 0; i < nout; i++) {
+    const OutRead *r = &ord[i];
+    size_t isz = (size_t)outs[i].dtype->itemsize;
+    const char *dst = "outputs";
+    int di = i;
+    if (r->interleave) {
+      sb_printf(&c, "  if (!(tmp[%d] = malloc(%zu))) goto fail;\n", ti, r->outer * r->inner > 0 ? r->outer * r->inner : 1);
+      dst = "tmp";
+      di = ti;
+      any_alloc = true;
+    }
+    for (int p = 0; p < r->nparts; p++) {
+      OutPart *op = &r->parts[p];
+      int k = op->slot;
+      if (op->cst)
+        sb_printf(&c, "  tgc_gather(%s[%d], out%d_%d_const, %zu, %zu, %zu, %d, out%d_%d_views);\n", dst, di, i, p, isz, op->nbytes / isz, isz, op->st->nviews, i, p);
+      else if (!op->st) {
+        size_t n = m.b[k].nbytes < op->nbytes ? m.b[k].nbytes : op->nbytes;
+        sb_printf(&c, "  memcpy(%s[%d], b[%d], %zu);\n", dst, di, k, n);
+      } else
+        sb_printf(&c, "  tgc_gather(%s[%d], b[%d], %zu, %zu, %zu, %d, out%d_%d_views);\n", dst, di, k, m.b[k].nbytes, op->nbytes / isz, isz, op->st->nviews, i, p);
+      if (r->interleave)
+        sb_printf(&c, "  for (size_t i = 0; i < %zu; i++) memcpy((unsigned char *)outputs[%d] + (i * %d + %d) * %zu, tmp[%d] + i * %zu, %zu); /* shard %d */\n",
+                  r->outer, i, r->nparts, p, r->inner, ti, r->inner, r->inner, p);
+    }
+    ti += r->interleave;
+  }
+  sb_printf(&c, "  goto done;\n");
+  sb_printf(&c, any_alloc ? "fail:\n  rc = -1;\ndone:\n" : "done:\n");
+  for (int k = 0; k < m.n; k++) if (m.b[k].input < 0 && m.b[k].base < 0) sb_printf(&c, "  free(b[%d]);\n", k);
+  for (int k = 0; k < ntmp; k++) sb_printf(&c, "  free(tmp[%d]);\n", k);
+  sb_printf(&c, "  return rc;\n}\n");
+  *out = c;
+}
+
+int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
+  Arena *a = ga();
+  ModelPlan mp;
+  model_plan(&mp, g, s, &render_c);
+  CModel m = mp.m;
+  int nprog = mp.nprog, nout = mp.nout;
+  const Program **ps = mp.ps;
+  const DriverOut *outs = mp.outs;
   /* the temporary directory next to dir */
   char *tmp = arena_printf(a, "%s.tmp.%d", dir, (int)getpid());
   remove_flat_dir(tmp);
@@ -154,7 +294,7 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     Sb man = {a, NULL, 0, 0};
     manifest = &man;
     for (int i = 0; i < nprog; i++) write_or_fail(tmp, kernel_file(a, ps[i], &render_c), kernel_source(a, ps[i], &render_c));
-    write_or_fail(tmp, "schedule.json", schedule_write_json(a, s, g, names, sources));
+    write_or_fail(tmp, "schedule.json", schedule_write_json(a, s, g, mp.names, mp.sources));
 
     /* model.h */
     Sb h = {a, NULL, 0, 0};
@@ -199,138 +339,7 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     sb_printf(&c, "/* the kernels, defined in their own files */\n");
     for (int i = 0; i < nprog; i++) sb_printf(&c, "%s;\n", prototype(render_function(a, ps[i], &render_c)));
     sb_printf(&c, "\n");
-    if (need_gather) {
-      sb_printf(&c, "%s", gather_src);
-      for (int i = 0; i < nout; i++)
-        for (int p = 0; p < ord[i].nparts; p++) {
-          const ShapeTracker *st = ord[i].parts[p].st;
-          if (!st) continue;
-          if (ord[i].parts[p].cst) {
-            const DType *cdt = dt_base(ss->src[i]->dtype);
-            unsigned char cb[16];
-            const_bytes(cdt, ord[i].parts[p].cst->arg, cb);
-            sb_printf(&c, "static const unsigned char out%d_%d_const[%d] = {", i, p, cdt->itemsize);
-            for (int k = 0; k < cdt->itemsize; k++) sb_printf(&c, "%s%u", k ? ", " : "", cb[k]);
-            sb_printf(&c, "}; /* the constant %s */\n", dt_repr(a, cdt));
-          }
-          for (int v = 0; v < st->nviews; v++) {
-            const View *w = st->views[v];
-            sb_printf(&c, "static const long long out%d_%d_view%d[] = {%d, %lld, %d", i, p, v, w->ndim, (long long)w->offset.c, w->mask ? 1 : 0);
-            for (int k = 0; k < w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->shape[k].c);
-            for (int k = 0; k < w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->strides[k].c);
-            for (int k = 0; w->mask && k < 2 * w->ndim; k++) sb_printf(&c, ", %lld", (long long)w->mask[k].c);
-            sb_printf(&c, "};\n");
-          }
-          sb_printf(&c, "static const long long *const out%d_%d_views[] = {", i, p);
-          for (int v = 0; v < st->nviews; v++) sb_printf(&c, "%sout%d_%d_view%d", v ? ", " : "", i, p, v);
-          sb_printf(&c, "};\n\n");
-        }
-    }
-    sb_printf(&c, "int tgc_model_run(void *const *inputs, void *const *outputs) {\n");
-    sb_printf(&c, "  void *b[%d] = {0};\n  int rc = 0;\n", m.n ? m.n : 1);
-    if (ntmp) sb_printf(&c, "  unsigned char *tmp[%d] = {0}; /* the shards of sharded outputs */\n", ntmp);
-    if (!m.n) sb_printf(&c, "  (void)b;\n");
-    if (!nout && !m.ninputs) sb_printf(&c, "  (void)inputs;\n  (void)outputs;\n");
-    else if (!m.ninputs) sb_printf(&c, "  (void)inputs;\n");
-    else if (!nout) sb_printf(&c, "  (void)outputs;\n");
-    for (int k = 0; k < m.n; k++) {
-      CBuf *cb = &m.b[k];
-      if (cb->input >= 0) sb_printf(&c, "  b[%d] = inputs[%d];\n", k, cb->input);
-    }
-    bool any_alloc = false;
-    for (int k = 0; k < m.n; k++) {
-      CBuf *cb = &m.b[k];
-      if (cb->input >= 0 || cb->base >= 0) continue;
-      const Value *dv = u_device(cb->buf);
-      const char *dn = dv && dv->kind == V_STR ? dv->s : dv && dv->kind == V_TUPLE && cb->shard >= 0 && cb->shard < dv->n ? dv->items[cb->shard]->s : "";
-      sb_printf(&c, "  if (!(b[%d] = calloc(1, %zu))) goto fail; /* %s%s%s", k, cb->nbytes ? cb->nbytes : 1, dt_repr(a, dt_base(cb->buf->dtype)), *dn ? " on " : "", dn);
-      if (cb->shard >= 0) sb_printf(&c, ", shard %d", cb->shard);
-      sb_printf(&c, " */\n");
-      any_alloc = true;
-    }
-    for (int k = 0; k < m.n; k++)
-      if (m.b[k].copy_of >= 0) sb_printf(&c, "  memcpy(b[%d], b[%d], %zu); /* shard %d of an input */\n", k, m.b[k].copy_of, m.b[k].nbytes, m.b[k].shard);
-    for (int k = 0; k < m.n; k++) {
-      CBuf *cb = &m.b[k];
-      if (cb->base >= 0 && !cb->alias_at_item) sb_printf(&c, "  b[%d] = (char *)b[%d] + %zu; /* BUFFER_VIEW */\n", k, cb->base, cb->off);
-    }
-    for (int i = 0; i < s->nitems; i++) {
-      const SchedItem *si = &s->items[i];
-      if (si->ast->op == OP_BUFFER_VIEW) {
-        int k = si->nbufs >= 1 ? cm_find_shard(&m, si->bufs[0].buf, si->bufs[0].shard) : -1;
-        if (k >= 0 && m.b[k].alias_at_item) sb_printf(&c, "  b[%d] = (char *)b[%d] + %zu; /* item %d: BUFFER_VIEW */\n", k, m.b[k].base, m.b[k].off, i);
-        else sb_printf(&c, "  /* item %d: BUFFER_VIEW (aliased above) */\n", i);
-        continue;
-      }
-      if (si->ast->op == OP_COPY) {
-        if (si->nbufs < 2) tg_fail(TG_EDEVICE, "compile: COPY item %d needs 2 buffers", i);
-        int d = cm_find_shard(&m, si->bufs[0].buf, si->bufs[0].shard), sl = cm_find_shard(&m, si->bufs[1].buf, si->bufs[1].shard);
-        size_t n = m.b[d].nbytes < m.b[sl].nbytes ? m.b[d].nbytes : m.b[sl].nbytes;
-        sb_printf(&c, "  if (b[%d] != b[%d]) memmove(b[%d], b[%d], %zu); /* item %d: COPY */\n", d, sl, d, sl, n, i);
-        continue;
-      }
-      if (si->ast->op != OP_SINK) tg_fail(TG_EDEVICE, "compile: a %s schedule item", op_names[si->ast->op]);
-      const Program *p = umap_getp(&progs, si->ast);
-      sb_printf(&c, "  %s(", p->fname);
-      for (int j = 0; j < p->nglobals; j++) {
-        int slot = (int)p->globals[j].u->arg->i;
-        if (slot < 0 || slot >= si->nbufs) tg_fail(TG_EDEVICE, "kernel %s: DEFINE_GLOBAL %d but the item has %d buffers", p->name, slot, si->nbufs);
-        sb_printf(&c, "%sb[%d]", j ? ", " : "", cm_find_shard(&m, si->bufs[slot].buf, si->bufs[slot].shard));
-      }
-      for (int j = 0; j < p->nvars; j++) {
-        const char *nm = p->vars[j]->arg->items[0]->s;
-        bool found = false;
-        for (int q = 0; q < si->nvars && !found; q++) {
-          UOp *v = si->vars[q];
-          if (v->op == OP_BIND) v = v->src[0];
-          if (v->op == OP_DEFINE_VAR && strcmp(v->arg->items[0]->s, nm) == 0) {
-            sb_printf(&c, "%s%lld", j || p->nglobals ? ", " : "", (long long)si->vals[q]);
-            found = true;
-          }
-        }
-        /* tinygrad runs every item with the schedule's one var_vals */
-        for (int q = 0; q < gvv.n && !found; q++)
-          if (strcmp(gvv.vars[q]->arg->items[0]->s, nm) == 0) {
-            sb_printf(&c, "%s%lld", j || p->nglobals ? ", " : "", (long long)gvv.vals[q]);
-            found = true;
-          }
-        if (!found) tg_fail(TG_EDEVICE, "kernel %s: no value for variable %s", p->name, nm);
-      }
-      if (si->shard >= 0) sb_printf(&c, "); /* item %d, shard %d */\n", i, si->shard);
-      else sb_printf(&c, "); /* item %d */\n", i);
-    }
-    for (int i = 0, ti = 0; i < nout; i++) {
-      OutRead *r = &ord[i];
-      size_t isz = (size_t)outs[i].dtype->itemsize;
-      const char *dst = "outputs";
-      int di = i;
-      if (r->interleave) {
-        sb_printf(&c, "  if (!(tmp[%d] = malloc(%zu))) goto fail;\n", ti, r->outer * r->inner > 0 ? r->outer * r->inner : 1);
-        dst = "tmp";
-        di = ti;
-        any_alloc = true;
-      }
-      for (int p = 0; p < r->nparts; p++) {
-        OutPart *op = &r->parts[p];
-        int k = op->slot;
-        if (op->cst)
-          sb_printf(&c, "  tgc_gather(%s[%d], out%d_%d_const, %zu, %zu, %zu, %d, out%d_%d_views);\n", dst, di, i, p, isz, op->nbytes / isz, isz, op->st->nviews, i, p);
-        else if (!op->st) {
-          size_t n = m.b[k].nbytes < op->nbytes ? m.b[k].nbytes : op->nbytes;
-          sb_printf(&c, "  memcpy(%s[%d], b[%d], %zu);\n", dst, di, k, n);
-        } else
-          sb_printf(&c, "  tgc_gather(%s[%d], b[%d], %zu, %zu, %zu, %d, out%d_%d_views);\n", dst, di, k, m.b[k].nbytes, op->nbytes / isz, isz, op->st->nviews, i, p);
-        if (r->interleave)
-          sb_printf(&c, "  for (size_t i = 0; i < %zu; i++) memcpy((unsigned char *)outputs[%d] + (i * %d + %d) * %zu, tmp[%d] + i * %zu, %zu); /* shard %d */\n",
-                    r->outer, i, r->nparts, p, r->inner, ti, r->inner, r->inner, p);
-      }
-      ti += r->interleave;
-    }
-    sb_printf(&c, "  goto done;\n");
-    sb_printf(&c, any_alloc ? "fail:\n  rc = -1;\ndone:\n" : "done:\n");
-    for (int k = 0; k < m.n; k++) if (m.b[k].input < 0 && m.b[k].base < 0) sb_printf(&c, "  free(b[%d]);\n", k);
-    for (int k = 0; k < ntmp; k++) sb_printf(&c, "  free(tmp[%d]);\n", k);
-    sb_printf(&c, "  return rc;\n}\n");
+    model_emit_run(&c, &mp, s, false);
     write_or_fail(tmp, "model.c", sb_str(&c));
 
     Sb mk = {a, NULL, 0, 0};

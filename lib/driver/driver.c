@@ -10,7 +10,8 @@
  * buffer gets one slot per shard (each its own allocation; COPY is memmove between them, a sharded
  * MULTI output is laid side by side along its axis, MSELECT/MSTACK read one shard), a symbolic
  * output is read at the shape its BINDs give, and a CONST output is its value through its views.
- * A BUFFER_VIEW with a symbolic offset is refused (TG_EDEVICE) by the bundle and the runtime. */
+ * A BUFFER_VIEW at a symbolic offset (an assign into a shrink by a bound variable) sits at the
+ * offset the schedule's variable values give, in the bundle and the runtime alike. */
 #include "driver_int.h"
 #include "../runtime/runtime.h"
 #include "../runtime/gpu.h"
@@ -149,6 +150,13 @@ void var_vals(const Schedule *s, UOp *t, VarVals *vv) {
       UOp *v = s->items[i].vars[q];
       vv_add(vv, v->op == OP_BIND ? v->src[0] : v, s->items[i].vals[q]);
     }
+  /* a BUFFER_VIEW of a shrink by a bound variable carries its size/offset as UOps with the BIND */
+  UList tl = s && s->sched_sink ? uop_toposort(s->sched_sink, NULL, NULL) : (UList){0, NULL};
+  for (int k = 0; k < tl.n; k++) {
+    const Value *a = tl.v[k]->arg;
+    if (tl.v[k]->op != OP_BUFFER_VIEW || a->kind != V_TUPLE) continue;
+    for (int j = 0; j < a->n; j++) if (a->items[j]->kind == V_UOP) vv_binds(vv, a->items[j]->u);
+  }
   if (!t) return;
   const ShapeTracker *st = u_st(t);
   UOp *vs[64];
@@ -156,6 +164,11 @@ void var_vals(const Schedule *s, UOp *t, VarVals *vv) {
   for (int i = 0; i < nv; i++) vv_binds(vv, vs[i]);
   SList sh = u_shape(t);
   for (int k = 0; k < sh.n; k++) vv_binds(vv, sh.v[k].u);
+}
+int64_t vv_value(const Value *v, const VarVals *vv) {
+  if (v->kind == V_INT) return v->i;
+  if (v->kind != V_UOP) tg_fail(TG_EDEVICE, "a BUFFER_VIEW argument that is neither an int nor a UOp");
+  return sym_infer(v->u, vv->n, vv->vars, vv->vals);
 }
 static int64_t vv_eval(Sint x, const VarVals *vv) {
   if (si_is_int(x)) return x.c;
@@ -201,6 +214,9 @@ const ShapeTracker *concrete_st(const ShapeTracker *st, const VarVals *vv) {
 /* run s with one of the runtimes: 0 CPU, 1 OpenCL, 2 CUDA */
 static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
   Runtime *rt = rt_new(g);
+  VarVals svv;
+  var_vals(s, NULL, &svv);
+  rt->nvars = svv.n; rt->vars = svv.vars; rt->vals = svv.vals;
   DriverRun *r = arena_alloc(ga(), sizeof *r);
   TgTry t;
   if (TG_TRY(t)) {
@@ -220,7 +236,7 @@ static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
         o->data = arena_alloc(ga(), o->nbytes + 16);
         UOp *base = u_base(ot);
         if (base->op == OP_ASSIGN) base = u_buf_uop(base);
-        if (base->op != OP_BUFFER) tg_fail(TG_EDEVICE, "output %d is a %s, not a realized buffer", i, op_names[base->op]);
+        if (base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EDEVICE, "output %d is a %s, not a realized buffer", i, op_names[base->op]);
         const ShapeTracker *st = ot == base ? NULL : concrete_st(u_st(ot), &vv);
         got = rt_read_st(rt, base, -1, st && !st_contiguous(st) ? st : NULL, o->data, o->nbytes);
       } else {

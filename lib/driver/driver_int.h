@@ -25,7 +25,7 @@ typedef struct CBuf {
 } CBuf;
 /* a schedule's variable values: DEFINE_VAR -> value, from the items' var_vals and t's BINDs */
 typedef struct VarVals { int n, cap; UOp **vars; int64_t *vals; } VarVals;
-typedef struct CModel { Map slot; int n, cap; CBuf *b; const Graph *g; int ninputs; UOp **inputs; } CModel;
+typedef struct CModel { Map slot; int n, cap; CBuf *b; const Graph *g; int ninputs; UOp **inputs; VarVals vv; } CModel;
 /* the slot of buf, or -1 */
 int cm_find(CModel *m, UOp *buf);
 /* a new slot for buf */
@@ -39,6 +39,32 @@ int cm_add_shard(CModel *m, UOp *buf, int shard);
 int cm_slot_shard(CModel *m, UOp *buf, int shard);
 /* the model's buffers: the graph's BUFFER rows in row order, then every buffer an item touches */
 void cm_build(CModel *m, Arena *a, const Graph *g, const Schedule *s);
+/* how one output is read: one part (a buffer, or one shard of a multi-device buffer, through
+ * its views when it is not contiguous) copied into outputs[i], or for a MULTI sharded on an axis
+ * one part per shard, each read into a temporary and laid side by side along the axis */
+typedef struct OutPart { int slot; const ShapeTracker *st; size_t nbytes; UOp *cst; } OutPart; /* cst: a CONST/BIND value, slot -1 */
+typedef struct OutRead { int nparts; OutPart *parts; bool interleave; size_t outer, inner; } OutRead;
+/* a bundle's plan: each distinct kernel lowered once in schedule order (names/sources per item,
+ * sources in be's file names), the buffer model, the schedule's variable values and how each
+ * output is read */
+typedef struct ModelPlan {
+  CModel m;
+  UMap progs; /* kernel AST -> Program */
+  int nprog;
+  const Program **ps;
+  const char **names, **sources;
+  VarVals gvv;
+  int nout;
+  DriverOut *outs;
+  OutRead *ord;
+  bool need_gather;
+  int ntmp;
+} ModelPlan;
+void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be);
+/* the output view tables and `int tgc_model_run(void *const *inputs, void *const *outputs)` (which
+ * allocates the intermediates, runs the items and gathers the outputs); gpu: kernels launch
+ * through the host program's gpu_run(k, bufs, nbytes, written, vars) instead of direct calls */
+void model_emit_run(Sb *c, const ModelPlan *mp, const Schedule *s, bool gpu);
 /* "void E_4(float* restrict data0, ...)" from a rendered function */
 const char *prototype(const char *fn);
 /* when set, write_or_fail appends "SHA256  NAME" lines (the sha256sum -c format) */
@@ -61,6 +87,8 @@ int row_of(const Graph *g, UOp *u);
 void out_shape(UOp *t, DriverOut *o);
 /* every DEFINE_VAR value of s (its items' var_vals) and of the BINDs in t's shape/views (t may be NULL) */
 void var_vals(const Schedule *s, UOp *t, VarVals *vv);
+/* an int Value, or a UOp one (a symbolic BUFFER_VIEW size/offset) evaluated under vv */
+int64_t vv_value(const Value *v, const VarVals *vv);
 /* out_shape with symbolic dimensions evaluated under vv (vv NULL: symbolic fails as out_shape) */
 void out_shape_vars(UOp *t, const VarVals *vv, DriverOut *o);
 /* does t's shape or ShapeTracker hold a variable? */

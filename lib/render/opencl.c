@@ -3,8 +3,10 @@
  * Kernels are `__kernel void NAME(__global float* restrict data0, ..., const int var)`; the
  * output loops chosen by render_launch become get_global_id(0..2) (innermost is dimension 0),
  * the rest stay loops inside the work-item. Semantics are those of the C backend: half and
- * bfloat16 keep the C backend's 16-bit emulation (float values rounded after every op, stored as
- * ushort words), so results match the CPU runtime bit for bit. The shared prelude is made valid
+ * bfloat16 values are held as float and rounded after every op, so results match the CPU runtime
+ * bit for bit; half buffers are `half` read and written with OpenCL 1.2's core vload_half /
+ * vstore_half_rte (no cl_khr_fp16 needed: devices without the extension run them too),
+ * bfloat16 buffers ushort words. The shared prelude is made valid
  * OpenCL C 1.2 by prelude_fix: no `static`, `long long` spelled `long`, math through the
  * overloaded builtins (exp2f -> exp2), double through cl_khr_fp64. bool buffers are uchar
  * (OpenCL forbids bool kernel arguments). */
@@ -28,7 +30,7 @@ static const char *cl_type(const DType *d) {
   }
 }
 static const char *cl_storage(const DType *d) {
-  if (d->scalar == SC_HALF) return "tg_half";
+  if (d->scalar == SC_HALF) return "half";
   if (d->scalar == SC_BFLOAT16) return "tg_bf16";
   if (d->scalar == SC_BOOL) return "uchar";
   return cl_type(d);
@@ -48,4 +50,5 @@ const RenderBackend render_opencl = {
                   "#define exp2f exp2\n#define log2f log2\n#define sqrtf sqrt\n#define sinf sin\n#define truncf trunc\n",
   .prelude_fix = cl_fix, .suffix_ll = "l", .suffix_ull = "ul",
   .gid = {"get_global_id(0)", "get_global_id(1)", "get_global_id(2)"}, .gid_max = {0, 0, 0},
+  .load16 = {"vload_half(%2$s, %1$s)", NULL}, .store16 = {"vstore_half_rte(%3$s, %2$s, %1$s)", NULL},
 };

@@ -259,10 +259,15 @@ static const char *nm(R *r, UOp *u) {
 static bool narrow_int(const DType *d) {
   return d->scalar == SC_BOOL || d->scalar == SC_CHAR || d->scalar == SC_UCHAR || d->scalar == SC_SHORT || d->scalar == SC_USHORT;
 }
+/* float expression e rounded to half/bfloat16 dt (and held as float) */
+static const char *round16(R *r, const DType *dt, const char *e) {
+  int k = dt->scalar == SC_BFLOAT16;
+  if (r->be->round16[k]) return arena_printf(r->a, r->be->round16[k], e);
+  return arena_printf(r->a, k ? "tg_br(%s)" : "tg_hr(%s)", e);
+}
 /* a value of dt computed as expression e: round half/bfloat16, truncate narrow ints */
 static const char *fix_type(R *r, const DType *dt, const char *e) {
-  if (r->be->emulated_16bit && dt->scalar == SC_HALF) return arena_printf(r->a, "tg_hr(%s)", e);
-  if (r->be->emulated_16bit && dt->scalar == SC_BFLOAT16) return arena_printf(r->a, "tg_br(%s)", e);
+  if (r->be->emulated_16bit && is16(dt)) return round16(r, dt, e);
   if (narrow_int(dt)) return arena_printf(r->a, "((%s)%s)", r->be->type_name(dt), e);
   return e;
 }
@@ -277,14 +282,14 @@ static const char *math_fn(const DType *dt, const char *f) {
 static const char *render_load(R *r, UOp *u) {
   UOp *ix = u->src[0], *buf = ix->src[0];
   const char *e = arena_printf(r->a, "%s[%s]", nm(r, buf), nm(r, ix->src[1]));
-  if (r->be->emulated_16bit && u->dtype->scalar == SC_HALF) e = arena_printf(r->a, "tg_h2f(%s)", e);
-  if (r->be->emulated_16bit && u->dtype->scalar == SC_BFLOAT16) e = arena_printf(r->a, "tg_bf2f(%s)", e);
+  int k = u->dtype->scalar == SC_BFLOAT16;
+  if (r->be->emulated_16bit && is16(u->dtype) && r->be->load16[k]) e = arena_printf(r->a, r->be->load16[k], nm(r, buf), nm(r, ix->src[1]));
+  else if (r->be->emulated_16bit && is16(u->dtype)) e = arena_printf(r->a, k ? "tg_bf2f(%s)" : "tg_h2f(%s)", e);
   if (ix->nsrc > 2) e = arena_printf(r->a, "(%s?%s:%s)", nm(r, ix->src[2]), e, is16(u->dtype) || dt_is_float(u->dtype) ? "0.0f" : "0");
   return e;
 }
 static const char *render_cast(R *r, const DType *to, const DType *from, const char *x) {
-  if (to->scalar == SC_HALF && r->be->emulated_16bit) return arena_printf(r->a, "tg_hr((float)(%s))", x);
-  if (to->scalar == SC_BFLOAT16 && r->be->emulated_16bit) return arena_printf(r->a, "tg_br((float)(%s))", x);
+  if (is16(to) && r->be->emulated_16bit) return round16(r, to, arena_printf(r->a, "(float)(%s)", x));
   (void)from;
   return arena_printf(r->a, "((%s)(%s))", r->be->type_name(to), x);
 }
@@ -469,11 +474,13 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       UOp *ix = u->src[0], *buf = ix->src[0];
       const char *v = nm(&r, u->src[1]);
       const DType *bd = dt_base(buf->dtype);
-      if (be->emulated_16bit && bd->scalar == SC_HALF) v = arena_printf(a, "tg_f2h(%s)", v);
-      if (be->emulated_16bit && bd->scalar == SC_BFLOAT16) v = arena_printf(a, "tg_f2bf(%s)", v);
+      int k = bd->scalar == SC_BFLOAT16;
+      bool native = be->emulated_16bit && is16(bd) && be->store16[k];
+      if (be->emulated_16bit && is16(bd) && !native) v = arena_printf(a, k ? "tg_f2bf(%s)" : "tg_f2h(%s)", v);
       sb_indent(&b, d);
       if (ix->nsrc > 2) sb_printf(&b, "if (%s) ", nm(&r, ix->src[2]));
-      sb_printf(&b, "%s[%s] = %s;\n", nm(&r, buf), nm(&r, ix->src[1]), v);
+      if (native) sb_printf(&b, "%s;\n", arena_printf(a, be->store16[k], nm(&r, buf), nm(&r, ix->src[1]), v));
+      else sb_printf(&b, "%s[%s] = %s;\n", nm(&r, buf), nm(&r, ix->src[1]), v);
       break;
     }
     case LK_VALUE: {
@@ -542,11 +549,13 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
   SB b;
   sb_init(&b, a);
   sb_str(&b, be->prelude_head ? be->prelude_head : "#include <math.h>\n");
-  if (em && (nd.half || h2f || f2h || strstr(t, "tg_half"))) put_helper(&b, "TGC_HALF", prelude_half);
+  if (nd.half && be->include16[0]) sb_str(&b, be->include16[0]);
+  if (nd.bf16 && be->include16[1]) sb_str(&b, be->include16[1]);
+  if (em && ((nd.half && !be->load16[0]) || h2f || f2h || strstr(t, "tg_half"))) put_helper(&b, "TGC_HALF", prelude_half);
   if (h2f) put_helper(&b, "TGC_H2F", prelude_h2f);
   if (f2h) put_helper(&b, "TGC_F2H", prelude_f2h);
   if (hr) put_helper(&b, "TGC_HR", prelude_hr);
-  if (em && (nd.bf16 || bf2f || f2bf || strstr(t, "tg_bf16"))) put_helper(&b, "TGC_BF16", prelude_bf16);
+  if (em && ((nd.bf16 && !be->load16[1]) || bf2f || f2bf || strstr(t, "tg_bf16"))) put_helper(&b, "TGC_BF16", prelude_bf16);
   if (bf2f) put_helper(&b, "TGC_BF2F", prelude_bf2f);
   if (f2bf) put_helper(&b, "TGC_F2BF", prelude_f2bf);
   if (br) put_helper(&b, "TGC_BR", prelude_br);

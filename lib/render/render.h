@@ -28,6 +28,12 @@ typedef struct RenderBackend {
   const char *suffix_ll, *suffix_ull;            /* 64-bit literal suffixes (NULL: "ll", "ull") */
   const char *gid[3];          /* index expression of launch dimension 0..2 (NULL: no launch dims) */
   int64_t gid_max[3];          /* largest launch size per dimension (0: unlimited) */
+  /* half ([0]) and bfloat16 ([1]) buffers of a native 16-bit type (storage_name's), values still
+   * held as float (NULL: 16-bit words converted by the prelude's tg_h2f/tg_f2h, tg_bf2f/tg_f2bf): */
+  const char *load16[2];       /* printf format: element %2$s of buffer %1$s as a float */
+  const char *store16[2];      /* printf format: the statement storing float %3$s to element %2$s of buffer %1$s */
+  const char *round16[2];      /* printf format: float %s rounded to the type (NULL: the prelude's tg_hr/tg_br) */
+  const char *include16[2];    /* prelude line the type needs ("#include <cuda_fp16.h>\n") */
 } RenderBackend;
 extern const RenderBackend render_c;
 /* the C-family scalar type of a value of d (half/bfloat16 are held as float); bool_name spells

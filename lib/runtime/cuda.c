@@ -6,6 +6,8 @@
 #include "gpu.h"
 #include "../render/render.h"
 #include <dlfcn.h>
+#include <unistd.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,13 +46,30 @@ bool rtcu_nvrtc_available(void) {
   return nv.ok = true;
 }
 
+/* the CUDA toolkit's include directory (cuda_fp16.h, cuda_bf16.h for half/bfloat16 kernels):
+ * $CUDA_PATH/include, $CUDA_HOME/include, /usr/local/cuda/include or /usr/include, the first that
+ * holds cuda_fp16.h; NULL when none does */
+static const char *cuda_include_dir(Arena *a) {
+  const char *env[] = {getenv("CUDA_PATH"), getenv("CUDA_HOME")};
+  for (int i = 0; i < 2; i++) {
+    if (!env[i] || !*env[i]) continue;
+    char *d = arena_printf(a, "%s/include", env[i]);
+    if (access(arena_printf(a, "%s/cuda_fp16.h", d), R_OK) == 0) return d;
+  }
+  static const char *const dirs[] = {"/usr/local/cuda/include", "/usr/include"};
+  for (int i = 0; i < 2; i++)
+    if (access(arena_printf(a, "%s/cuda_fp16.h", dirs[i]), R_OK) == 0) return dirs[i];
+  return NULL;
+}
+
 char *rtcu_compile_ptx(Arena *a, const char *src, const char *name, const char *arch, char **log) {
   if (log) *log = NULL;
   if (!rtcu_nvrtc_available()) { if (log) *log = "NVRTC (libnvrtc.so) not found"; return NULL; }
   void *prog = NULL;
   if (nv.CreateProgram(&prog, src, name, 0, NULL, NULL) != 0) { if (log) *log = "nvrtcCreateProgram failed"; return NULL; }
-  const char *opt[2] = {arena_printf(a, "--gpu-architecture=%s", arch), "-default-device"};
-  nvrtcResult rc = nv.CompileProgram(prog, 2, opt);
+  const char *inc = cuda_include_dir(a);
+  const char *opt[3] = {arena_printf(a, "--gpu-architecture=%s", arch), "-default-device", inc ? arena_printf(a, "-I%s", inc) : NULL};
+  nvrtcResult rc = nv.CompileProgram(prog, inc ? 3 : 2, opt);
   size_t n = 0;
   nv.GetProgramLogSize(prog, &n);
   char *lg = arena_alloc(a, n + 1);
@@ -155,14 +174,7 @@ static void cu_run_kernel(Runtime *rt, const SchedItem *si) {
     args[i] = &mem[i];
   }
   for (int i = 0; i < p->nvars; i++) {
-    const char *nm = p->vars[i]->arg->items[0]->s;
-    bool found = false;
-    for (int j = 0; j < si->nvars && !found; j++) {
-      UOp *v = si->vars[j];
-      if (v->op == OP_BIND) v = v->src[0];
-      if (v->op == OP_DEFINE_VAR && strcmp(v->arg->items[0]->s, nm) == 0) { vals[i] = (int)si->vals[j]; found = true; }
-    }
-    if (!found) tg_fail(TG_EINPUT, "kernel %s: no value for variable %s", p->name, nm);
+    vals[i] = (int)rt_var(rt, si, p, p->vars[i]->arg->items[0]->s);
     args[ng + i] = &vals[i];
   }
   int64_t x = k->launch.size[0];

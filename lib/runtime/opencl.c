@@ -97,17 +97,6 @@ static ClKernel *cl_build(Runtime *rt, UOp *ast) {
   return k;
 }
 
-/* the value of DEFINE_VAR v in item si */
-static int var_value(const SchedItem *si, const Program *p, UOp *dv) {
-  const char *nm = dv->arg->items[0]->s;
-  for (int j = 0; j < si->nvars; j++) {
-    UOp *v = si->vars[j];
-    if (v->op == OP_BIND) v = v->src[0];
-    if (v->op == OP_DEFINE_VAR && strcmp(v->arg->items[0]->s, nm) == 0) return (int)si->vals[j];
-  }
-  tg_fail(TG_EINPUT, "kernel %s: no value for variable %s", p->name, nm);
-}
-
 static void cl_run_kernel(Runtime *rt, const SchedItem *si) {
   UOp *ast = si->ast;
   ClKernel *k = map_get(&rt->kernels, ast, uop_h(ast), NULL);
@@ -131,7 +120,7 @@ static void cl_run_kernel(Runtime *rt, const SchedItem *si) {
     cl.SetKernelArg(k->kernel, (cl_uint)i, sizeof(cl_ptr), &mem[i]);
   }
   for (int i = 0; i < p->nvars; i++) {
-    int v = var_value(si, p, p->vars[i]);
+    int v = (int)rt_var(rt, si, p, p->vars[i]->arg->items[0]->s);
     cl.SetKernelArg(k->kernel, (cl_uint)(ng + i), sizeof v, &v);
   }
   size_t gsz[3] = {(size_t)k->launch.size[0], (size_t)k->launch.size[1], (size_t)k->launch.size[2]};

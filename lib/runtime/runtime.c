@@ -131,14 +131,17 @@ RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard) {
   RtBuf *b = map_get(&rt->bufs, key, uop_h(key), NULL);
   if (b) return b;
   if (buf->op == OP_BUFFER_VIEW && buf->arg->kind == V_TUPLE && buf->arg->n == 2) {
-    /* a sub-buffer: its base's memory at offset * the base's itemsize (Buffer.view) */
-    if (buf->arg->items[0]->kind != V_INT || buf->arg->items[1]->kind != V_INT)
-      tg_fail(TG_EDEVICE, "runtime: a BUFFER_VIEW with a symbolic offset: not implemented yet");
+    /* a sub-buffer: its base's memory at offset * the base's itemsize (Buffer.view); a symbolic
+     * offset (a shrink by a bound variable) takes the schedule's variable values */
+    const Value *ov = buf->arg->items[1];
+    if (ov->kind != V_INT && ov->kind != V_UOP) tg_fail(TG_EDEVICE, "runtime: a BUFFER_VIEW offset that is neither an int nor a UOp");
+    int64_t off = ov->kind == V_INT ? ov->i : sym_infer(ov->u, rt->nvars, rt->vars, rt->vals);
+    if (off < 0) tg_fail(TG_EDEVICE, "runtime: a BUFFER_VIEW at offset %lld", (long long)off);
     UOp *base = u_buf_uop(buf->src[0]);
     int bshard = shard;
     /* a view of MSTACK(a, b, ...) is, on each shard, a view of that shard's buffer */
     if (base->op == OP_MSTACK && base->nsrc) { base = u_buf_uop(base->src[shard > 0 && shard < base->nsrc ? shard : 0]); bshard = -1; }
-    rt_alias(rt, buf, shard, base, bshard, (size_t)buf->arg->items[1]->i * (size_t)dt_base(base->dtype)->itemsize);
+    rt_alias(rt, buf, shard, base, bshard, (size_t)off * (size_t)dt_base(base->dtype)->itemsize);
     return map_get(&rt->bufs, key, uop_h(key), NULL);
   }
   if (buf->op != OP_BUFFER || buf->arg->kind != V_INT) tg_fail(TG_EINPUT, "runtime: a %s is not a buffer", op_names[buf->op]);
@@ -165,6 +168,18 @@ void rt_alias(Runtime *rt, UOp *view, int vshard, UOp *base, int bshard, size_t 
   if (byte_offset + b->nbytes > bb->nbytes) tg_fail(TG_EINPUT, "BUFFER_VIEW of %zu bytes at %zu is outside its %zu-byte base", b->nbytes, byte_offset, bb->nbytes);
   b->data = bb->data + byte_offset;
   map_put(&rt->bufs, key, uop_h(key), b);
+}
+
+int64_t rt_var(const Runtime *rt, const SchedItem *si, const Program *p, const char *name) {
+  for (int j = 0; j < si->nvars; j++) {
+    UOp *v = si->vars[j];
+    if (v->op == OP_BIND) v = v->src[0];
+    if (v->op == OP_DEFINE_VAR && strcmp(v->arg->items[0]->s, name) == 0) return si->vals[j];
+  }
+  /* tinygrad runs every item with the schedule's one var_vals */
+  for (int j = 0; j < rt->nvars; j++)
+    if (rt->vars[j]->op == OP_DEFINE_VAR && strcmp(rt->vars[j]->arg->items[0]->s, name) == 0) return rt->vals[j];
+  tg_fail(TG_EINPUT, "kernel %s: no value for variable %s", p->name, name);
 }
 
 /* ---------------------------------------------------------------- running */
@@ -197,16 +212,7 @@ void rt_run_item(Runtime *rt, const SchedItem *si) {
     if (slot < 0 || slot >= si->nbufs) tg_fail(TG_EINPUT, "kernel %s: DEFINE_GLOBAL %d but the item has %d buffers", p->name, slot, si->nbufs);
     bufs[i] = rt_buffer(rt, si->bufs[slot].buf, si->bufs[slot].shard)->data;
   }
-  for (int i = 0; i < p->nvars; i++) {
-    const char *nm = p->vars[i]->arg->items[0]->s;
-    bool found = false;
-    for (int j = 0; j < si->nvars && !found; j++) {
-      UOp *v = si->vars[j];
-      if (v->op == OP_BIND) v = v->src[0];
-      if (v->op == OP_DEFINE_VAR && strcmp(v->arg->items[0]->s, nm) == 0) { vars[i] = si->vals[j]; found = true; }
-    }
-    if (!found) tg_fail(TG_EINPUT, "kernel %s: no value for variable %s", p->name, nm);
-  }
+  for (int i = 0; i < p->nvars; i++) vars[i] = rt_var(rt, si, p, p->vars[i]->arg->items[0]->s);
   k->entry(bufs, vars);
 }
 
@@ -245,33 +251,9 @@ static size_t read_multi(Runtime *rt, UOp *t, void *out, size_t cap) {
   return total;
 }
 
-size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
-  if (t->op == OP_MULTI) return read_multi(rt, t, out, cap);
-  UOp *base = u_base(t);
-  /* t's views over MSELECT(x, i) read x's shard i; over MSTACK(a, b, ...), the shard's own buffer */
-  for (int guard = 0; guard < 8; guard++) {
-    if (base->op == OP_ASSIGN) base = u_buf_uop(base);
-    if (base->op == OP_MSELECT && base->nsrc && base->arg->kind == V_INT) { shard = (int)base->arg->i; base = u_base(base->src[0]); }
-    else if (base->op == OP_MSTACK && base->nsrc) { base = u_base(base->src[shard > 0 && shard < base->nsrc ? shard : 0]); shard = -1; }
-    else break;
-  }
-  /* a realized tensor is an ASSIGN into its buffer (becomes_map sends it to buf_uop) */
-  if (base->op == OP_ASSIGN) base = u_buf_uop(base);
-  if (base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EINPUT, "runtime: can't read a %s (not a realized buffer)", op_names[base->op]);
-  if (t == base || (u_base(t) == t && st_contiguous(u_st(t)))) return rt_read_st(rt, base, shard, NULL, out, cap);
-  const ShapeTracker *st = u_st(t);
-  if (!st) tg_fail(TG_EINPUT, "runtime: a %s has no shape", op_names[t->op]);
-  return rt_read_st(rt, base, shard, st, out, cap);
-}
-
-size_t rt_read_st(Runtime *rt, UOp *base, int shard, const ShapeTracker *st, void *out, size_t cap) {
-  RtBuf *b = rt_buffer(rt, base, shard);
-  size_t isz = (size_t)dt_base(base->dtype)->itemsize;
-  if (!st) {
-    size_t n = b->nbytes < cap ? b->nbytes : cap;
-    memcpy(out, b->data, n);
-    return n;
-  }
+/* the elements of st's shape gathered from src (nbytes long; 0: a broadcast value, every valid
+ * element is src's one element), 0 where a mask or the bounds exclude them; returns bytes written */
+static size_t st_gather(const ShapeTracker *st, const unsigned char *src, size_t nbytes, size_t isz, void *out, size_t cap) {
   Sint sz = st_size(st);
   if (!si_is_int(sz)) tg_fail(TG_EINPUT, "runtime: can't read a symbolic shape");
   size_t total = (size_t)sz.c;
@@ -294,8 +276,64 @@ size_t rt_read_st(Runtime *rt, UOp *base, int shard, const ShapeTracker *st, voi
       }
       off = acc;
     }
-    if (valid && off >= 0 && (size_t)(off + 1) * isz <= b->nbytes) memcpy(o + i * isz, b->data + (size_t)off * isz, isz);
+    if (valid && !nbytes) memcpy(o + i * isz, src, isz);
+    else if (valid && off >= 0 && (size_t)(off + 1) * isz <= nbytes) memcpy(o + i * isz, src + (size_t)off * isz, isz);
     else memset(o + i * isz, 0, isz);
   }
   return total * isz;
+}
+
+void rt_const_bytes(const DType *dt, const Value *v, unsigned char *out) {
+  double f = v->kind == V_FLOAT ? v->f : v->kind == V_BOOL ? v->b : (double)v->i;
+  int64_t n = v->kind == V_FLOAT ? (int64_t)v->f : v->kind == V_BOOL ? v->b : v->i;
+  float ff = (float)f;
+  uint16_t h;
+  memset(out, 0, (size_t)dt->itemsize);
+  switch (dt->scalar) {
+  case SC_FLOAT: memcpy(out, &ff, 4); break;
+  case SC_DOUBLE: memcpy(out, &f, 8); break;
+  case SC_HALF: h = render_f2h(ff); memcpy(out, &h, 2); break;
+  case SC_BFLOAT16: h = render_f2bf(ff); memcpy(out, &h, 2); break;
+  case SC_BOOL: out[0] = f != 0; break;
+  default: for (int k = 0; k < dt->itemsize && k < 8; k++) out[k] = (unsigned char)((uint64_t)n >> (8 * k)); break;
+  }
+}
+
+size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
+  if (t->op == OP_MULTI) return read_multi(rt, t, out, cap);
+  UOp *base = u_base(t);
+  /* t's views over MSELECT(x, i) read x's shard i; over MSTACK(a, b, ...), the shard's own buffer */
+  for (int guard = 0; guard < 8; guard++) {
+    if (base->op == OP_ASSIGN) base = u_buf_uop(base);
+    if (base->op == OP_MSELECT && base->nsrc && base->arg->kind == V_INT) { shard = (int)base->arg->i; base = u_base(base->src[0]); }
+    else if (base->op == OP_MSTACK && base->nsrc) { base = u_base(base->src[shard > 0 && shard < base->nsrc ? shard : 0]); shard = -1; }
+    else break;
+  }
+  /* a realized tensor is an ASSIGN into its buffer (becomes_map sends it to buf_uop) */
+  if (base->op == OP_ASSIGN) base = u_buf_uop(base);
+  /* a constant (never realized: tinygrad's scheduler leaves a CONST, or a bound variable's BIND) is
+   * its value through t's views, 0 where they mask it */
+  if (base->op == OP_BIND && base->nsrc == 2 && base->src[1]->op == OP_CONST) base = base->src[1];
+  if (base->op == OP_CONST) {
+    const ShapeTracker *st = u_st(t);
+    if (!st) st = st_from_shape(u_shape(t), NULL);
+    unsigned char v[16];
+    rt_const_bytes(dt_base(base->dtype), base->arg, v);
+    return st_gather(st, v, 0, (size_t)dt_base(base->dtype)->itemsize, out, cap);
+  }
+  if (base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EINPUT, "runtime: can't read a %s (not a realized buffer)", op_names[base->op]);
+  if (t == base || (u_base(t) == t && st_contiguous(u_st(t)))) return rt_read_st(rt, base, shard, NULL, out, cap);
+  const ShapeTracker *st = u_st(t);
+  if (!st) tg_fail(TG_EINPUT, "runtime: a %s has no shape", op_names[t->op]);
+  return rt_read_st(rt, base, shard, st, out, cap);
+}
+
+size_t rt_read_st(Runtime *rt, UOp *base, int shard, const ShapeTracker *st, void *out, size_t cap) {
+  RtBuf *b = rt_buffer(rt, base, shard);
+  if (!st) {
+    size_t n = b->nbytes < cap ? b->nbytes : cap;
+    memcpy(out, b->data, n);
+    return n;
+  }
+  return st_gather(st, b->data, b->nbytes, (size_t)dt_base(base->dtype)->itemsize, out, cap);
 }

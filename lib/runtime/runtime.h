@@ -22,6 +22,7 @@ typedef struct Runtime {
   const char *cache_dir;
   const char *cc;           /* $TGC_CC or "cc" */
   int ncompiled, ncached;   /* compiler runs / cache hits, for tests and -v */
+  int nvars; UOp *const *vars; const int64_t *vals; /* the schedule's variable values (symbolic BUFFER_VIEWs) */
   PtrVec handles, owned;
 } Runtime;
 
@@ -34,12 +35,17 @@ RtKernel *rt_compile(Runtime *rt, const Program *p);
 RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard);
 /* make view (a BUFFER) alias base's memory at a byte offset (BUFFER_VIEW) */
 void rt_alias(Runtime *rt, UOp *view, int vshard, UOp *base, int bshard, size_t byte_offset);
+/* the value of kernel p's variable name when item si runs: the item's var_vals, else the schedule's
+ * (rt->vars); TG_EINPUT when neither binds it */
+int64_t rt_var(const Runtime *rt, const SchedItem *si, const Program *p, const char *name);
 /* run one schedule item (SINK kernel, COPY, BUFFER_VIEW) */
 void rt_run_item(Runtime *rt, const SchedItem *si);
 /* run every item of a schedule in order; returns the number of kernels run */
 int rt_run_schedule(Runtime *rt, const Schedule *s);
-/* the logical value of a tensor uop after the schedule ran: a BUFFER, or movement ops/VIEWs of
- * one, gathered C-contiguously into out (u_size(t) elements of t's dtype); returns bytes written */
+/* v as one element of dtype dt, little-endian (half/bfloat16 rounded as tinygrad), into out */
+void rt_const_bytes(const DType *dt, const Value *v, unsigned char *out);
+/* the logical value of a tensor uop after the schedule ran: a BUFFER or BUFFER_VIEW, a CONST or
+ * bound variable that was never realized, or movement ops/VIEWs of one, gathered C-contiguously into out (u_size(t) elements of t's dtype); returns bytes written */
 size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap);
 /* the same for a buffer read through st (NULL: its bytes as they are), e.g. a symbolic output's
  * ShapeTracker with its variables bound (shapes and strides must be ints) */

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates tests/aot/symbolic/: the schedule-corpus graphs whose outputs have a symbolic shape
-(tinygrad 0.11.0's test_symbolic_ops, DEFINE_VAR/BIND), made runnable, with tinygrad's values.
+(tinygrad 0.11.0's test_symbolic_ops, DEFINE_VAR/BIND) or are a BUFFER_VIEW at a symbolic offset
+(test_multitensor's transformer: a KV-cache assign at start_pos), made runnable, with tinygrad's values.
 
 Each graph of ORACLE/schedule whose sink has a source with a symbolic shape is copied with
 deterministic data on every BUFFER row (seeded by the row id), and NAME.expect.json is
@@ -62,10 +63,24 @@ def outputs(path:str) -> list[dict]:
       vv = {**var_vals, **vv}
       base = s.base
       npdt = tgc_graph._np_dtype(s.dtype)
-      arr = gather(bytes(base.buffer.as_buffer()), npdt, st.views, vv)
+      if base.op is Ops.BUFFER_VIEW:
+        # a view of a buffer at an offset (an assign into a shrink by a bound variable): the base
+        # buffer's bytes from sym_infer(offset) on, as tinygrad's Buffer.view
+        # (on several devices, a view of MSTACK: a replicated tensor reads as its first shard)
+        isz, (size, off), vb = base.dtype.itemsize, base.arg, base.src[0]
+        if vb.op is Ops.MSTACK: vb = vb.src[0]
+        raw = bytes(vb.buffer.as_buffer())[int(sym_infer(off, vv))*isz:][:int(sym_infer(size, vv))*isz]
+      else: raw = bytes(base.buffer.as_buffer())
+      arr = gather(raw, npdt, st.views, vv)
       outs.append({"index": i, "dtype": tgc_graph.dtype_str(s.dtype), "shape": [int(x) for x in arr.shape],
                    "encoding": "base64", "bytes": base64.b64encode(arr.tobytes()).decode()})
   return outs
+
+def symbolic_view(L) -> bool:
+  """does the scheduled sink hold a BUFFER_VIEW at a symbolic offset (an assign into a shrink by a bound variable)?"""
+  with tgc_graph.options(L.options):
+    sched_sink = tgc_graph.schedule_graph(L)[0]
+  return any(u.op is Ops.BUFFER_VIEW and not all_int(u.arg) for u in sched_sink.toposort())
 
 def main() -> int:
   oracle = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else HERE.parent.parent.parent / "shared" / "oracle")
@@ -76,8 +91,12 @@ def main() -> int:
     text = open(f).read()
     if "DEFINE_VAR" not in text: continue
     L = tgc_graph.load_graph(f, set_options=False, with_data=False)
-    if all(all_int(s.shape) for s in L.sink.src): continue
+    if all(all_int(s.shape) for s in L.sink.src) and not symbolic_view(L): continue
     doc = json.loads(text)
+    byid = {row["id"]: row for row in doc["uops"]}
+    # a multi-device BUFFER carries no data (FORMATS.md): such a graph cannot be made runnable
+    if any(row["op"] == "BUFFER" and any(isinstance(byid[x].get("arg"), list) for x in row.get("src", []) if byid[x]["op"] == "DEVICE")
+           for row in doc["uops"]): continue
     for row in doc["uops"]:
       if row["op"] != "BUFFER": continue
       rng = random.Random(row["id"])
