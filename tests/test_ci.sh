@@ -117,6 +117,18 @@ if command -v sha256sum >/dev/null 2>&1; then
   [ "$(wc -l <"$tmp/c1/MANIFEST" | tr -d ' ')" -eq "$(ls "$tmp/c1" | grep -vc '^MANIFEST$')" ] && ok || bad "MANIFEST does not list every file"
 fi
 
+# the GPU targets: byte-identical across runs, hashed kernel names, a MANIFEST that checks
+for tg in opencl cuda; do
+  for d in 1 2; do "$TGC" compile "$M" -t $tg -o "$tmp/$tg$d" 2>/dev/null || bad "compile -t $tg failed"; done
+  if diff -r "$tmp/${tg}1" "$tmp/${tg}2" >/dev/null; then ok; else bad "compile -t $tg output differs across runs"; fi
+  ext=$([ $tg = opencl ] && echo cl || echo cu)
+  ls "$tmp/${tg}1" | grep -q "^r_64_48_96\.[0-9a-f]\{6\}\.$ext\$" && ok || bad "-t $tg kernel file name has no content hash: $(ls "$tmp/${tg}1" | tr '\n' ' ')"
+  contains "$tmp/${tg}1/MANIFEST" "  host.c" "-t $tg MANIFEST lists host.c"
+  if command -v sha256sum >/dev/null 2>&1; then
+    if (cd "$tmp/${tg}1" && sha256sum -c --quiet MANIFEST >/dev/null 2>&1); then ok; else bad "-t $tg: sha256sum -c MANIFEST failed"; fi
+  fi
+done
+
 # ---- -MD and the example project (testdata/make) ----
 expect 0 "compile -MD" "$TGC" compile "$G" -t c -o "$tmp/md" -MD
 if [ "$(head -n 1 "$tmp/md/deps.d")" = "$tmp/md/model.o $tmp/md/schedule.json: $G" ]; then ok; else bad "deps.d: $(head -n 1 "$tmp/md/deps.d")"; fi
