@@ -16,7 +16,6 @@
  *                 no kernel file defines a static helper it does not call
  *   inputs, close: --input checks and the tolerance rule (each can fail). */
 #include <criterion/criterion.h>
-#include <clang-c/Index.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "clang_check.h"
 #include "corpus.h"
 #include "driver/driver.h"
 #include "render/render.h"
@@ -298,27 +298,9 @@ Test(driver, aot_bundle_symbolic, .timeout = 600) {
 
 /* ---- libclang ---- */
 static const char *const clang_args[] = {"-std=c11", "-Wall", "-Wextra"};
-/* parse path (contents: NULL reads the file) and count diagnostics of severity warning or above;
- * the first is formatted into why */
+/* parse path (contents: NULL reads the file) as C11 -Wall -Wextra; the number of warnings, the first in why */
 static int clang_problems(CXIndex idx, const char *path, const char *contents, char *why, size_t wn) {
-  struct CXUnsavedFile uf = {path, contents, contents ? strlen(contents) : 0};
-  CXTranslationUnit tu = clang_parseTranslationUnit(idx, path, clang_args, 3, contents ? &uf : NULL, contents ? 1 : 0, CXTranslationUnit_None);
-  if (!tu) { snprintf(why, wn, "%s: libclang could not parse it", path); return 1; }
-  int bad = 0;
-  for (unsigned i = 0; i < clang_getNumDiagnostics(tu); i++) {
-    CXDiagnostic d = clang_getDiagnostic(tu, i);
-    if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Warning) {
-      if (!bad) {
-        CXString s = clang_formatDiagnostic(d, clang_defaultDiagnosticDisplayOptions());
-        snprintf(why, wn, "%s", clang_getCString(s));
-        clang_disposeString(s);
-      }
-      bad++;
-    }
-    clang_disposeDiagnostic(d);
-  }
-  clang_disposeTranslationUnit(tu);
-  return bad;
+  return clang_check(idx, path, contents, clang_args, 3, why, wn);
 }
 /* a static helper src defines but never calls (what -Wunused-function reports), or NULL */
 static const char *unused_helper(const char *src) {

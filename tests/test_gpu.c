@@ -17,48 +17,17 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "corpus.h"
 #include "driver/driver.h"
 #include "render/render.h"
 #include "runtime/gpu.h"
 
-static UCtx *outer_ctx;
-static UCtx *case_begin(void) { outer_ctx = uctx; return uop_ctx_new(); }
-static void case_end(UCtx *c) { uop_ctx_free(c); uctx = outer_ctx; }
-
-static const char *oracle(void) {
-  const char *o = getenv("TGC_ORACLE");
-  return o && *o ? o : "../shared/oracle";
-}
+#define case_begin corpus_case_begin
+#define case_end corpus_case_end
+#define oracle corpus_oracle
+#define list_cases corpus_list
 static char tmp_root[] = "/tmp/tgc_gpu_XXXXXX";
-static const char *tmpdir(void) {
-  static bool made;
-  if (!made) { cr_assert(mkdtemp(tmp_root) != NULL); made = true; }
-  return tmp_root;
-}
-/* sorted corpus case names under oracle()/sub */
-static int list_cases(const char *sub, char ***out) {
-  char *dirp = arena_printf(ga(), "%s/%s", oracle(), sub);
-  DIR *d = opendir(dirp);
-  cr_assert(d != NULL, "no corpus at %s", dirp);
-  int n = 0, cap = 64;
-  char **v = arena_alloc(ga(), sizeof *v * (size_t)cap);
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    size_t l = strlen(e->d_name);
-    if (l < 12 || strcmp(e->d_name + l - 11, ".graph.json")) continue;
-    if (n == cap) {
-      char **nv = arena_alloc(ga(), sizeof *nv * (size_t)cap * 2);
-      memcpy(nv, v, sizeof *v * (size_t)n);
-      v = nv;
-      cap *= 2;
-    }
-    v[n++] = arena_printf(ga(), "%.*s", (int)(l - 11), e->d_name);
-  }
-  closedir(d);
-  for (int i = 1; i < n; i++) for (int j = i; j > 0 && strcmp(v[j - 1], v[j]) > 0; j--) { char *t = v[j]; v[j] = v[j - 1]; v[j - 1] = t; }
-  *out = v;
-  return n;
-}
+static const char *tmpdir(void) { return corpus_tmpdir(tmp_root); }
 
 /* ---- launch ---- */
 Test(gpu, launch) {
@@ -90,28 +59,6 @@ Test(gpu, launch) {
 }
 
 /* ---- opencl_numeric ---- */
-static int run_case(const char *name, const char *dev, char *why, size_t wn) {
-  UCtx *c = case_begin();
-  volatile int ok = 0;
-  TgTry t;
-  if (TG_TRY(t)) {
-    Graph *g = graph_read_file(arena_printf(ga(), "%s/numeric/%s.graph.json", oracle(), name));
-    Expect *x = expect_read_file(arena_printf(ga(), "%s/numeric/%s.expect.json", oracle(), name));
-    Schedule *s = driver_schedule(g);
-    driver_check_inputs(g, s);
-    DriverRun *r = driver_run_device(g, s, dev);
-    ok = driver_compare(r, x, why, wn);
-    /* the comparison can fail: perturb one float element of a float output */
-    if (ok && r->noutputs && r->outs[0].dtype->scalar == SC_FLOAT && r->outs[0].nbytes >= 4) {
-      ((float *)r->outs[0].data)[0] = ((float *)r->outs[0].data)[0] * 2.0f + 1.0f;
-      char w2[256];
-      if (driver_compare(r, x, w2, sizeof w2)) { ok = 0; snprintf(why, wn, "a perturbed output still matched"); }
-    }
-    tg_try_end(&t);
-  } else snprintf(why, wn, "error %d: %.900s", tg_last_error.code, tg_last_error.msg);
-  case_end(c);
-  return ok;
-}
 Test(gpu, opencl_numeric, .timeout = 900) {
   char w[256];
   if (!rtcl_available(w, sizeof w)) cr_skip_test("%s", w);
@@ -120,7 +67,7 @@ Test(gpu, opencl_numeric, .timeout = 900) {
   int n = list_cases("numeric", &names), pass = 0;
   for (int i = 0; i < n; i++) {
     char why[1024] = "";
-    if (run_case(names[i], "opencl", why, sizeof why)) pass++;
+    if (corpus_run_numeric(names[i], "opencl", why, sizeof why)) pass++;
     else cr_log_warn("%s: %s", names[i], why);
   }
   cr_expect_geq(n, 38);

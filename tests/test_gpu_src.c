@@ -12,11 +12,11 @@
  * This binary links libclang (LLVM 14); it must not run OpenCL kernels, since PoCL loads its own
  * LLVM and two LLVMs in one process crash when PoCL compiles (test_gpu does the runs). */
 #include <criterion/criterion.h>
-#include <clang-c/Index.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "clang_check.h"
 #include "corpus.h"
 #include "driver/driver.h"
 #include "render/render.h"
@@ -27,24 +27,7 @@ static char tmp_root[] = "/tmp/tgc_gpusrc_XXXXXX";
 /* ---- the two checkers: text -> number of problems, the first one in why ---- */
 static int cl_problems(CXIndex idx, const char *path, const char *text, char *why, size_t wn) {
   static const char *const args[] = {"-x", "cl", "-cl-std=CL1.2", "-Xclang", "-finclude-default-header", "-Wall", "-Wextra"};
-  struct CXUnsavedFile uf = {path, text, strlen(text)};
-  CXTranslationUnit tu = clang_parseTranslationUnit(idx, path, args, 7, &uf, 1, CXTranslationUnit_None);
-  if (!tu) { snprintf(why, wn, "%s: libclang could not parse it", path); return 1; }
-  int bad = 0;
-  for (unsigned i = 0; i < clang_getNumDiagnostics(tu); i++) {
-    CXDiagnostic d = clang_getDiagnostic(tu, i);
-    if (clang_getDiagnosticSeverity(d) >= CXDiagnostic_Warning) {
-      if (!bad) {
-        CXString s = clang_formatDiagnostic(d, clang_defaultDiagnosticDisplayOptions());
-        snprintf(why, wn, "%s", clang_getCString(s));
-        clang_disposeString(s);
-      }
-      bad++;
-    }
-    clang_disposeDiagnostic(d);
-  }
-  clang_disposeTranslationUnit(tu);
-  return bad;
+  return clang_check(idx, path, text, args, 7, why, wn);
 }
 static int cu_problems(const char *path, const char *text, char *why, size_t wn) {
   char *log = NULL;

@@ -154,10 +154,9 @@ const char *kernel_source(Arena *a, const Program *p, const RenderBackend *be) {
   size_t l = strlen(src);
   return l && src[l - 1] != '\n' ? arena_printf(a, "%s\n", src) : src;
 }
-/* its file name: the function name, the first 6 hex digits of the source's SHA-256, the extension
- * ("r_16_4.3fa2c1.c"), so equal names mean equal contents across builds */
-const char *kernel_file(Arena *a, const Program *p, const RenderBackend *be) {
-  const char *src = kernel_source(a, p, be);
+/* the file name of p's source src (kernel_source): the function name, the first 6 hex digits of
+ * its SHA-256, the extension ("r_16_4.3fa2c1.c"), so equal names mean equal contents across builds */
+const char *kernel_file(Arena *a, const Program *p, const RenderBackend *be, const char *src) {
   char hex[65];
   sha256_hex(src, strlen(src), hex);
   return arena_printf(a, "%s.%.6s%s", p->fname, hex, be->ext);

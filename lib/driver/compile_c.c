@@ -45,18 +45,12 @@ static OutPart out_part(CModel *m, UOp *x, int shard, const VarVals *vv, size_t 
   return p;
 }
 
-/* the value item si runs kernel p's j-th variable with: the item's var_vals, else the schedule's
- * (tinygrad runs every item with the schedule's one var_vals) */
-static int64_t item_var(const SchedItem *si, const VarVals *gvv, const Program *p, int j) {
+/* the value item si runs kernel p's j-th variable with (rt_item_var over the schedule's values) */
+static int64_t item_var(const SchedItem *si, const VarVals *vv, const Program *p, int j) {
   const char *nm = p->vars[j]->arg->items[0]->s;
-  for (int q = 0; q < si->nvars; q++) {
-    UOp *v = si->vars[q];
-    if (v->op == OP_BIND) v = v->src[0];
-    if (v->op == OP_DEFINE_VAR && strcmp(v->arg->items[0]->s, nm) == 0) return si->vals[q];
-  }
-  for (int q = 0; q < gvv->n; q++)
-    if (strcmp(gvv->vars[q]->arg->items[0]->s, nm) == 0) return gvv->vals[q];
-  tg_fail(TG_EDEVICE, "kernel %s: no value for variable %s", p->name, nm);
+  int64_t v;
+  if (!rt_item_var(si, vv->n, vv->vars, vv->vals, nm, &v)) tg_fail(TG_EDEVICE, "kernel %s: no value for variable %s", p->name, nm);
+  return v;
 }
 
 void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
@@ -68,22 +62,24 @@ void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
   umap_init(&progs, a);
   int nprog = 0;
   const Program **ps = arena_alloc(a, sizeof *ps * (size_t)(s->nitems + 1));
+  const char **texts = arena_alloc(a, sizeof *texts * (size_t)(s->nitems + 1));
+  const char **files = arena_alloc(a, sizeof *files * (size_t)(s->nitems + 1));
   const char **names = arena_alloc(a, sizeof *names * (size_t)(s->nitems + 1));
   const char **sources = arena_alloc(a, sizeof *sources * (size_t)(s->nitems + 1));
   for (int i = 0; i < s->nitems; i++) {
     const SchedItem *si = &s->items[i];
     if (si->ast->op != OP_SINK) continue;
-    Program *p = umap_getp(&progs, si->ast);
-    if (!p) {
-      p = lower_kernel(si->ast, &kn);
-      umap_put(&progs, si->ast, p);
-      ps[nprog++] = p;
+    intptr_t k = (intptr_t)umap_getp(&progs, si->ast) - 1;
+    if (k < 0) {
+      k = nprog++;
+      ps[k] = lower_kernel(si->ast, &kn);
+      texts[k] = kernel_source(a, ps[k], be);
+      files[k] = kernel_file(a, ps[k], be, texts[k]);
+      umap_put(&progs, si->ast, (void *)(k + 1));
     }
-    names[i] = p->name;
-    sources[i] = kernel_file(a, p, be);
+    names[i] = ps[k]->name;
+    sources[i] = files[k];
   }
-  VarVals gvv;
-  var_vals(s, NULL, &gvv);
   CModel m = {0};
   cm_build(&m, a, g, s);
   UOp *ss = s->sched_sink;
@@ -134,7 +130,7 @@ void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
     }
     for (int p = 0; p < r->nparts; p++) need_gather |= r->parts[p].st != NULL;
   }
-  *mp = (ModelPlan){m, progs, nprog, ps, names, sources, gvv, nout, outs, ord, need_gather, ntmp};
+  *mp = (ModelPlan){m, progs, nprog, ps, texts, files, names, sources, nout, outs, ord, need_gather, ntmp};
 }
 
 /* the tail of model.c / host.c: the output view tables and tgc_model_run; gpu: each kernel runs
@@ -143,7 +139,7 @@ void model_emit_run(Sb *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
   Arena *a = ga();
   Sb c = *out;
   CModel m = mp->m;
-  int nout = mp->nout, ntmp = mp->ntmp, nprog = mp->nprog;
+  int nout = mp->nout, ntmp = mp->ntmp;
   const OutRead *ord = mp->ord;
   const DriverOut *outs = mp->outs;
   UOp *ss = s->sched_sink;
@@ -218,7 +214,8 @@ void model_emit_run(Sb *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
       continue;
     }
     if (si->ast->op != OP_SINK) tg_fail(TG_EDEVICE, "compile: a %s schedule item", op_names[si->ast->op]);
-    const Program *p = umap_getp((UMap *)&mp->progs, si->ast);
+    int ki = (int)(intptr_t)umap_getp((UMap *)&mp->progs, si->ast) - 1;
+    const Program *p = mp->ps[ki];
     Sb bl = {a, NULL, 0, 0}, vl = {a, NULL, 0, 0}, nl = {a, NULL, 0, 0}, wl = {a, NULL, 0, 0};
     for (int j = 0; j < p->nglobals; j++) {
       int slot = (int)p->globals[j].u->arg->i;
@@ -228,11 +225,9 @@ void model_emit_run(Sb *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
       sb_printf(&nl, "%s%zu", j ? ", " : "", m.b[k].nbytes);
       sb_printf(&wl, "%s%d", j ? ", " : "", p->globals[j].written ? 1 : 0);
     }
-    for (int j = 0; j < p->nvars; j++) sb_printf(&vl, "%s%lld", j ? ", " : "", (long long)item_var(si, &mp->gvv, p, j));
+    for (int j = 0; j < p->nvars; j++) sb_printf(&vl, "%s%lld", j ? ", " : "", (long long)item_var(si, &m.vv, p, j));
     const char *where = si->shard >= 0 ? arena_printf(a, "item %d, shard %d", i, si->shard) : arena_printf(a, "item %d", i);
     if (gpu) {
-      int ki = 0;
-      while (ki < nprog && mp->ps[ki] != p) ki++;
       sb_printf(&c, "  { /* %s: %s */\n    unsigned char *a[] = {%s}; const size_t n[] = {%s}; const int w[] = {%s}, v[] = {%s};\n"
                     "    if (gpu_run(%d, a, n, w, v)) goto fail;\n  }\n",
                 where, p->name, p->nglobals ? sb_str(&bl) : "0", p->nglobals ? sb_str(&nl) : "0", p->nglobals ? sb_str(&wl) : "0",
@@ -293,7 +288,7 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     /* per-kernel translation units */
     Sb man = {a, NULL, 0, 0};
     manifest = &man;
-    for (int i = 0; i < nprog; i++) write_or_fail(tmp, kernel_file(a, ps[i], &render_c), kernel_source(a, ps[i], &render_c));
+    for (int i = 0; i < nprog; i++) write_or_fail(tmp, mp.files[i], mp.texts[i]);
     write_or_fail(tmp, "schedule.json", schedule_write_json(a, s, g, mp.names, mp.sources));
 
     /* model.h */
@@ -347,7 +342,7 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
                    "# $(TGC_MODEL_DIR)model.o (link it with -lm). TGC_MODEL_DIR defaults to this file's directory.\n"
                    "TGC_MODEL_DIR ?= $(dir $(lastword $(MAKEFILE_LIST)))\n"
                    "TGC_MODEL_KERNELS := ");
-    for (int i = 0; i < nprog; i++) sb_printf(&mk, "%s$(TGC_MODEL_DIR)%s", i ? " " : "", kernel_file(a, ps[i], &render_c));
+    for (int i = 0; i < nprog; i++) sb_printf(&mk, "%s$(TGC_MODEL_DIR)%s", i ? " " : "", mp.files[i]);
     sb_printf(&mk, "\nTGC_MODEL_CFLAGS ?= -O2\n\n"
                    "$(TGC_MODEL_DIR)model.o: $(TGC_MODEL_DIR)model.c $(TGC_MODEL_DIR)model.h $(TGC_MODEL_KERNELS)\n"
                    "\t$(CC) $(TGC_MODEL_CFLAGS) -c $(TGC_MODEL_DIR)model.c -o $(TGC_MODEL_DIR)model_run.o\n"

@@ -113,7 +113,7 @@ int driver_compile_gpu(Graph *g, Schedule *s, const char *dir, const char *targe
   if (TG_TRY(t)) {
     Sb man = {a, NULL, 0, 0};
     manifest = &man;
-    for (int i = 0; i < nprog; i++) write_or_fail(tmp, kernel_file(a, ps[i], be), kernel_source(a, ps[i], be));
+    for (int i = 0; i < nprog; i++) write_or_fail(tmp, mp.files[i], mp.texts[i]);
     write_or_fail(tmp, "schedule.json", schedule_write_json(a, s, g, mp.names, mp.sources));
     bool cl = be == &render_opencl;
     Sb c = {a, NULL, 0, 0};
@@ -132,7 +132,7 @@ int driver_compile_gpu(Graph *g, Schedule *s, const char *dir, const char *targe
     for (int i = 0; i < nprog; i++) {
       RenderLaunch L;
       render_launch(ps[i], be, &L);
-      sb_printf(&c, "  {\"%s\", \"%s\", %d, %d, %d, {%lld, %lld, %lld}}, /* %s */\n", kernel_file(a, ps[i], be), ps[i]->fname, ps[i]->nglobals, ps[i]->nvars,
+      sb_printf(&c, "  {\"%s\", \"%s\", %d, %d, %d, {%lld, %lld, %lld}}, /* %s */\n", mp.files[i], ps[i]->fname, ps[i]->nglobals, ps[i]->nvars,
                 L.n ? L.n : 1, (long long)L.size[0], (long long)L.size[1], (long long)L.size[2], ps[i]->name);
     }
     if (!nprog) sb_printf(&c, "  {\"\", \"\", 0, 0, 1, {1, 1, 1}},\n");

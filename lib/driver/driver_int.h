@@ -44,16 +44,16 @@ void cm_build(CModel *m, Arena *a, const Graph *g, const Schedule *s);
  * one part per shard, each read into a temporary and laid side by side along the axis */
 typedef struct OutPart { int slot; const ShapeTracker *st; size_t nbytes; UOp *cst; } OutPart; /* cst: a CONST/BIND value, slot -1 */
 typedef struct OutRead { int nparts; OutPart *parts; bool interleave; size_t outer, inner; } OutRead;
-/* a bundle's plan: each distinct kernel lowered once in schedule order (names/sources per item,
- * sources in be's file names), the buffer model, the schedule's variable values and how each
- * output is read */
+/* a bundle's plan: each distinct kernel lowered, rendered for be and named once, in schedule
+ * order; names/sources per item (for schedule.json); the buffer model (m.vv: the schedule's
+ * variable values) and how each output is read */
 typedef struct ModelPlan {
   CModel m;
-  UMap progs; /* kernel AST -> Program */
+  UMap progs; /* kernel AST -> its index in ps, plus one */
   int nprog;
   const Program **ps;
+  const char **texts, **files; /* per kernel: kernel_source, kernel_file */
   const char **names, **sources;
-  VarVals gvv;
   int nout;
   DriverOut *outs;
   OutRead *ord;
@@ -73,8 +73,8 @@ extern Sb *manifest;
 void write_or_fail(const char *dir, const char *name, const char *text);
 /* a kernel's rendered source, ending in a newline */
 const char *kernel_source(Arena *a, const Program *p, const RenderBackend *be);
-/* NAME.HASH6.EXT: the function name and the first 6 hex digits of the source's SHA-256 */
-const char *kernel_file(Arena *a, const Program *p, const RenderBackend *be);
+/* NAME.HASH6.EXT for p's source src: the function name and the first 6 hex digits of its SHA-256 */
+const char *kernel_file(Arena *a, const Program *p, const RenderBackend *be, const char *src);
 /* remove a directory holding only files */
 void remove_flat_dir(const char *dir);
 /* C source of tgc_gather (an output gathered through its views), shared by the bundles */

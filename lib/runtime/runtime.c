@@ -170,16 +170,21 @@ void rt_alias(Runtime *rt, UOp *view, int vshard, UOp *base, int bshard, size_t 
   map_put(&rt->bufs, key, uop_h(key), b);
 }
 
-int64_t rt_var(const Runtime *rt, const SchedItem *si, const Program *p, const char *name) {
+bool rt_item_var(const SchedItem *si, int n, UOp *const *vars, const int64_t *vals, const char *name, int64_t *out) {
   for (int j = 0; j < si->nvars; j++) {
     UOp *v = si->vars[j];
     if (v->op == OP_BIND) v = v->src[0];
-    if (v->op == OP_DEFINE_VAR && strcmp(v->arg->items[0]->s, name) == 0) return si->vals[j];
+    if (v->op == OP_DEFINE_VAR && strcmp(v->arg->items[0]->s, name) == 0) { *out = si->vals[j]; return true; }
   }
   /* tinygrad runs every item with the schedule's one var_vals */
-  for (int j = 0; j < rt->nvars; j++)
-    if (rt->vars[j]->op == OP_DEFINE_VAR && strcmp(rt->vars[j]->arg->items[0]->s, name) == 0) return rt->vals[j];
-  tg_fail(TG_EINPUT, "kernel %s: no value for variable %s", p->name, name);
+  for (int j = 0; j < n; j++)
+    if (vars[j]->op == OP_DEFINE_VAR && strcmp(vars[j]->arg->items[0]->s, name) == 0) { *out = vals[j]; return true; }
+  return false;
+}
+int64_t rt_var(const Runtime *rt, const SchedItem *si, const Program *p, const char *name) {
+  int64_t v;
+  if (!rt_item_var(si, rt->nvars, rt->vars, rt->vals, name, &v)) tg_fail(TG_EINPUT, "kernel %s: no value for variable %s", p->name, name);
+  return v;
 }
 
 /* ---------------------------------------------------------------- running */

@@ -38,6 +38,9 @@ void rt_alias(Runtime *rt, UOp *view, int vshard, UOp *base, int bshard, size_t 
 /* the value of kernel p's variable name when item si runs: the item's var_vals, else the schedule's
  * (rt->vars); TG_EINPUT when neither binds it */
 int64_t rt_var(const Runtime *rt, const SchedItem *si, const Program *p, const char *name);
+/* the same lookup without a Runtime: the item's var_vals, else the n schedule-wide (vars, vals)
+ * DEFINE_VAR values; false when neither binds name (the bundle and host programs use it) */
+bool rt_item_var(const SchedItem *si, int n, UOp *const *vars, const int64_t *vals, const char *name, int64_t *out);
 /* run one schedule item (SINK kernel, COPY, BUFFER_VIEW) */
 void rt_run_item(Runtime *rt, const SchedItem *si);
 /* run every item of a schedule in order; returns the number of kernels run */
