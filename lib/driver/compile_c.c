@@ -15,20 +15,11 @@
 
 /* the part for tensor x read as shard (-1 single-device); vv binds a symbolic view (or NULL) */
 static OutPart out_part(CModel *m, UOp *x, int shard, const VarVals *vv, size_t nbytes, int i) {
-  UOp *base = u_base(x);
-  /* x's views over MSELECT(y, k) read y's shard k; over MSTACK(a, b, ...), the shard's own buffer (as rt_read) */
-  for (int guard = 0; guard < 8; guard++) {
-    if (base->op == OP_ASSIGN) base = u_buf_uop(base);
-    if (base->op == OP_MSELECT && base->nsrc && base->arg->kind == V_INT) { shard = (int)base->arg->i; base = u_base(base->src[0]); }
-    else if (base->op == OP_MSTACK && base->nsrc) { base = u_base(base->src[shard > 0 && shard < base->nsrc ? shard : 0]); shard = -1; }
-    else break;
-  }
-  if (base->op == OP_ASSIGN) base = u_buf_uop(base);
-  /* a constant output (never realized: tinygrad's scheduler leaves a CONST, or a bound variable's
-   * BIND) is its value through its views, 0 where they mask it */
-  bool cst = base->op == OP_CONST || (base->op == OP_BIND && base->nsrc == 2 && base->src[1]->op == OP_CONST);
+  UOp *base = rt_value_base(x, &shard);
+  /* a constant output is its value through its views, 0 where they mask it */
+  bool cst = base->op == OP_CONST;
   if (!cst && base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EDEVICE, "compile: output %d is a %s, not a realized buffer", i, op_names[base->op]);
-  OutPart p = {cst ? -1 : cm_slot_shard(m, base, shard), NULL, nbytes, cst ? (base->op == OP_BIND ? base->src[1] : base) : NULL};
+  OutPart p = {cst ? -1 : cm_slot_shard(m, base, shard), NULL, nbytes, cst ? base : NULL};
   if (x == base && !cst) return p;
   const ShapeTracker *st = u_st(x);
   if (!st && cst) { SList sh = u_shape(x); st = st_from_shape(sh, NULL); }

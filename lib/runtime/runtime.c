@@ -304,21 +304,26 @@ void rt_const_bytes(const DType *dt, const Value *v, unsigned char *out) {
   }
 }
 
-size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
-  if (t->op == OP_MULTI) return read_multi(rt, t, out, cap);
+UOp *rt_value_base(UOp *t, int *shard) {
   UOp *base = u_base(t);
   /* t's views over MSELECT(x, i) read x's shard i; over MSTACK(a, b, ...), the shard's own buffer */
   for (int guard = 0; guard < 8; guard++) {
     if (base->op == OP_ASSIGN) base = u_buf_uop(base);
-    if (base->op == OP_MSELECT && base->nsrc && base->arg->kind == V_INT) { shard = (int)base->arg->i; base = u_base(base->src[0]); }
-    else if (base->op == OP_MSTACK && base->nsrc) { base = u_base(base->src[shard > 0 && shard < base->nsrc ? shard : 0]); shard = -1; }
+    if (base->op == OP_MSELECT && base->nsrc && base->arg->kind == V_INT) { *shard = (int)base->arg->i; base = u_base(base->src[0]); }
+    else if (base->op == OP_MSTACK && base->nsrc) { base = u_base(base->src[*shard > 0 && *shard < base->nsrc ? *shard : 0]); *shard = -1; }
     else break;
   }
   /* a realized tensor is an ASSIGN into its buffer (becomes_map sends it to buf_uop) */
   if (base->op == OP_ASSIGN) base = u_buf_uop(base);
-  /* a constant (never realized: tinygrad's scheduler leaves a CONST, or a bound variable's BIND) is
-   * its value through t's views, 0 where they mask it */
+  /* a constant is never realized: tinygrad's scheduler leaves a CONST, or a bound variable's BIND */
   if (base->op == OP_BIND && base->nsrc == 2 && base->src[1]->op == OP_CONST) base = base->src[1];
+  return base;
+}
+
+size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
+  if (t->op == OP_MULTI) return read_multi(rt, t, out, cap);
+  UOp *base = rt_value_base(t, &shard);
+  /* a constant is its value through t's views, 0 where they mask it */
   if (base->op == OP_CONST) {
     const ShapeTracker *st = u_st(t);
     if (!st) st = st_from_shape(u_shape(t), NULL);

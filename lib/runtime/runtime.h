@@ -47,6 +47,10 @@ void rt_run_item(Runtime *rt, const SchedItem *si);
 int rt_run_schedule(Runtime *rt, const Schedule *s);
 /* v as one element of dtype dt, little-endian (half/bfloat16 rounded as tinygrad), into out */
 void rt_const_bytes(const DType *dt, const Value *v, unsigned char *out);
+/* where tensor t's value lives after the schedule ran: its base through ASSIGN (the buffer),
+ * MSELECT(x, k) (x's shard k, *shard set) and MSTACK (shard *shard's own source, *shard = -1); a
+ * constant (a CONST, or a BIND of one: never realized) comes back as its CONST */
+UOp *rt_value_base(UOp *t, int *shard);
 /* the logical value of a tensor uop after the schedule ran: a BUFFER or BUFFER_VIEW, a CONST or
  * bound variable that was never realized, or movement ops/VIEWs of one, gathered C-contiguously into out (u_size(t) elements of t's dtype); returns bytes written */
 size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap);
