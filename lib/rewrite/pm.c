@@ -525,11 +525,12 @@ static void meta_move(UOp *k, UOp *v) {
   uop_set_meta(v, (MetaList){n, out});
 }
 
-UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
+UMap graph_rewrite_map_in(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
   UMap new_map;
-  umap_init(&new_map, ga());
-  UList topo = uop_toposort(sink, NULL, NULL);
+  umap_init(&new_map, out);
   ArenaMark mk = arena_mark(&uctx->scratch);
+  UList topo = uop_toposort_in(&uctx->scratch, sink, NULL, NULL);
+  map_reserve(&new_map, topo.n + (input_map ? input_map->live : 0));
   NRJump *saved = nr_top;
   RCtx r;
   rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);
@@ -550,6 +551,9 @@ UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const
     }
   }
   return new_map;
+}
+UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
+  return graph_rewrite_map_in(ga(), sink, pm, ctx, bottom_up, bpm, input_map);
 }
 
 /* ---- substitute ---- */

@@ -77,6 +77,8 @@ UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM 
  * also every key k of input_map maps to new_map.get(input_map[k], input_map[k]). Metadata moves
  * to rewritten nodes as tinygrad's all_metadata does. */
 UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map);
+/* the same with the returned map's storage in out (kernelize keeps only the newest map alive) */
+UMap graph_rewrite_map_in(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map);
 /* UOp.substitute(dvars): dvars maps UOp -> UOp (entries with k == v ignored) */
 UOp *uop_substitute(UOp *root, const UMap *dvars);
 /* RewriteNotReady: called from a callback, abandons this rewrite of the node; graph_rewrite puts

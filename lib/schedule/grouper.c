@@ -40,9 +40,12 @@ static SchedWhyCode why_of_op(Op op) {
 /* can_pad (uop/ops.py): no unsafe-pad op between root and the realized edges */
 static bool gate_not_in_edges(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
 bool can_pad(UOp *root, const UMap *edges) {
-  UList t = uop_toposort(root, gate_not_in_edges, (void *)edges);
-  for (int i = 0; i < t.n; i++) if (op_in((Op)t.v[i]->op, G_UNSAFEPAD)) return false;
-  return true;
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  UList t = uop_toposort_in(&uctx->scratch, root, gate_not_in_edges, (void *)edges);
+  bool ok = true;
+  for (int i = 0; i < t.n && ok; i++) if (op_in((Op)t.v[i]->op, G_UNSAFEPAD)) ok = false;
+  arena_pop(&uctx->scratch, mk);
+  return ok;
 }
 
 /* ---- do_realize ---- */

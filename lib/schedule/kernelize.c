@@ -577,7 +577,7 @@ static UOp *do_fusion(const Match *m, void *ctx) {
   UMap found, back;
   umap_init(&found, ga());
   umap_init(&back, ga());
-  uop_toposort(x, gate_contiguous, &found);
+  uop_walk(x, gate_contiguous, &found);
   MAP_EACH(&found, e) umap_put(&back, e->val, e->key);
   UOp *y = graph_rewrite(uop_substitute(x, &found), pm_pm_fuse, NULL, false, NULL);
   return uop_substitute(y, &back);
@@ -591,42 +591,43 @@ static bool gate_reduce(UOp *u, void *ctx) {
 }
 /* any REDUCE_AXIS or BUFFER in child's toposort other than root and r */
 static bool has_other_paths(UOp *child, UOp *root, UOp *r) {
-  UList t = uop_toposort(child, NULL, NULL);
-  for (int i = 0; i < t.n; i++) {
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  UList t = uop_toposort_in(&uctx->scratch, child, NULL, NULL);
+  bool found = false;
+  for (int i = 0; i < t.n && !found; i++) {
     UOp *s = t.v[i];
-    if ((s->op == OP_REDUCE_AXIS || s->op == OP_BUFFER) && s != root && s != r) return true;
+    if ((s->op == OP_REDUCE_AXIS || s->op == OP_BUFFER) && s != root && s != r) found = true;
   }
-  return false;
+  arena_pop(&uctx->scratch, mk);
+  return found;
 }
-static UOp *fuse_arange(const Match *m, void *ctx) {
-  UOp *root = m_get(m, "root");
-  // skip if root is arange
-  if (!uctx->opt.fuse_arange || u_base(root->src[0])->op == OP_CONST) return NULL;
+/* fuse_arange's work; its lists and maps live in the scratch arena a (only the UOps are kept) */
+static UOp *fuse_arange_in(Arena *a, UOp *root) {
   // gather all local aranges (including any fused ones)
   PtrVec local_arange;
-  vec_init(&local_arange, ga());
+  vec_init(&local_arange, a);
   AraCtx ac = {root, &local_arange};
-  UList topo = uop_toposort(root, gate_reduce, &ac);
+  UList topo = uop_toposort_in(a, root, gate_reduce, &ac);
   if (!local_arange.n) return NULL;
   // fuse the nearest expand child of arange
   UMap local_children; /* UOp -> PtrVec* of children (with repeats) */
-  umap_init(&local_children, ga());
+  umap_init(&local_children, a);
   for (int i = 0; i < topo.n; i++) {
     UOp *u = topo.v[i];
     for (int j = 0; j < u->nsrc; j++) {
       PtrVec *ch = umap_getp(&local_children, u->src[j]);
-      if (!ch) { ch = arena_alloc(ga(), sizeof *ch); vec_init(ch, ga()); umap_put(&local_children, u->src[j], ch); }
+      if (!ch) { ch = arena_alloc(a, sizeof *ch); vec_init(ch, a); umap_put(&local_children, u->src[j], ch); }
       vec_push(ch, u);
     }
   }
   UMap fuse_rep;
-  umap_init(&fuse_rep, ga());
+  umap_init(&fuse_rep, a);
   for (int i = 0; i < local_arange.n; i++) {
     UOp *r = local_arange.v[i];
     // skip if already fused
     if (r->arg->n > 2) continue;
     PtrVec q;
-    vec_init(&q, ga());
+    vec_init(&q, a);
     PtrVec *rc = umap_getp(&local_children, r);
     if (rc) for (int j = 0; j < rc->n; j++) vec_push(&q, rc->v[j]);
     while (q.n) {
@@ -637,7 +638,7 @@ static UOp *fuse_arange(const Match *m, void *ctx) {
       for (int j = 0; j < cc->n; j++) {
         UOp *child = cc->v[j];
         bool other = has_other_paths(child, root, r);
-        UOp **ns = arena_alloc(ga(), sizeof(UOp *) * (size_t)(child->nsrc + 1));
+        UOp **ns = arena_alloc(a, sizeof(UOp *) * (size_t)(child->nsrc + 1));
         for (int k = 0; k < child->nsrc; k++) ns[k] = child->src[k] == u ? mk_fuse(u) : child->src[k];
         umap_put(&fuse_rep, child, replace_src(child, child->nsrc, ns));
         if (other) { broke = true; break; }
@@ -646,6 +647,15 @@ static UOp *fuse_arange(const Match *m, void *ctx) {
     }
   }
   return fuse_rep.live ? uop_substitute(root, &fuse_rep) : NULL;
+}
+static UOp *fuse_arange(const Match *m, void *ctx) {
+  UOp *root = m_get(m, "root");
+  // skip if root is arange
+  if (!uctx->opt.fuse_arange || u_base(root->src[0])->op == OP_CONST) return NULL;
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  UOp *r = fuse_arange_in(&uctx->scratch, root);
+  arena_pop(&uctx->scratch, mk);
+  return r;
 }
 static const Rule do_fuse[] = {
   // FUSE marks a local fusion region
@@ -687,7 +697,7 @@ static UOp *limit_bufs(const Match *m, void *ctx) {
   // count number of unique buffers flowing into this op
   UMap bufs;
   umap_init(&bufs, ga());
-  uop_toposort(root, gate_input, &bufs);
+  uop_walk(root, gate_input, &bufs);
   // NOTE: this -1 is for the output buffer
   if (bufs.live < max_bufs - 1) return NULL;
   UOp *ns[8];
@@ -809,40 +819,73 @@ static void fix_assign(UOp *ksink, UMap *assign_rep) {
   }
 }
 
-/* the whole pipeline; stops after the pass named stop (NULL: all), returning the map */
-static UMap kernelize_run(UOp *sink, const char *stop) {
-  kernelize_init();
+/* The pass maps chain (each holds every key of the one before), so only the newest is kept:
+ * they alternate between two private arenas and the result is copied into the graph arena.
+ * `tgc explain` (sched_why) keeps the merge_views map, so then every map stays in ga(). */
+typedef struct MapPP { Arena a[2]; int cur; } MapPP;
+static Arena *pp_next(MapPP *pp) {
+  if (sched_why) return ga();
+  pp->cur ^= 1;
+  arena_free(&pp->a[pp->cur]); /* it held the map before the current one */
+  return &pp->a[pp->cur];
+}
+static UMap pp_done(MapPP *pp, UMap tm) {
+  UMap r = sched_why ? tm : map_copy(&tm, ga());
+  arena_free(&pp->a[0]);
+  arena_free(&pp->a[1]);
+  return r;
+}
+
+/* kernelize_run's passes; stops after the pass named stop (NULL: all), returning the map */
+static UMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop) {
   // multi + merge_views + simplify
   UMap replace_ctx;
   umap_init(&replace_ctx, ga());
-  UMap tm = graph_rewrite_map(sink, pm_merge_views_pass, &replace_ctx, false, NULL, NULL);
+  UMap tm = graph_rewrite_map_in(pp_next(pp), sink, pm_merge_views_pass, &replace_ctx, false, NULL, NULL);
   if (sched_why) sched_why->mv = tm;
   if (stage_is(stop, "merge_views")) return tm;
 
   // insert contiguous in places determined by the realize map
   UMap realize_map = group_realizes(umap_get(&tm, sink));
-  tm = graph_rewrite_map(umap_get(&tm, sink), pm_add_contiguous, &realize_map, true, NULL, &tm);
+  tm = graph_rewrite_map_in(pp_next(pp), umap_get(&tm, sink), pm_add_contiguous, &realize_map, true, NULL, &tm);
   if (stage_is(stop, "add_contiguous")) return tm;
-  tm = graph_rewrite_map(umap_get(&tm, sink), pm_finalize, NULL, false, NULL, &tm);
+  tm = graph_rewrite_map_in(pp_next(pp), umap_get(&tm, sink), pm_finalize, NULL, false, NULL, &tm);
   if (stage_is(stop, "finalize_contiguous")) return tm;
 
   // group into kernels (this is context-free)
-  tm = graph_rewrite_map(umap_get(&tm, sink), pm_create_kernels, NULL, false, NULL, &tm);
+  tm = graph_rewrite_map_in(pp_next(pp), umap_get(&tm, sink), pm_create_kernels, NULL, false, NULL, &tm);
   if (stage_is(stop, "create_kernels")) return tm;
 
   // if a kernel depends on a buffer, and that buffer is later assigned to, make the assign depend on the kernel's assign
   UMap assign_rep;
   umap_init(&assign_rep, ga());
   fix_assign(umap_get(&tm, sink), &assign_rep);
-  if (assign_rep.live) tm = graph_rewrite_map(umap_get(&tm, sink), pm_substitute, &assign_rep, true, NULL, &tm);
+  if (assign_rep.live) tm = graph_rewrite_map_in(pp_next(pp), umap_get(&tm, sink), pm_substitute, &assign_rep, true, NULL, &tm);
   if (stage_is(stop, "fix_assign")) return tm;
 
   // finally, create the AST for kernels
-  tm = graph_rewrite_map(umap_get(&tm, sink), pm_create_ast, NULL, true, NULL, &tm);
+  tm = graph_rewrite_map_in(pp_next(pp), umap_get(&tm, sink), pm_create_ast, NULL, true, NULL, &tm);
 
   // verify Kernels match the spec
-  type_verify_tensor(uop_toposort(umap_get(&tm, sink), NULL, NULL));
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  type_verify_tensor(uop_toposort_in(&uctx->scratch, umap_get(&tm, sink), NULL, NULL));
+  arena_pop(&uctx->scratch, mk);
   return tm;
+}
+/* the whole pipeline; stops after the pass named stop (NULL: all), returning the map */
+static UMap kernelize_run(UOp *sink, const char *stop) {
+  kernelize_init();
+  MapPP pp = {0};
+  TgTry t;
+  if (!TG_TRY(t)) { /* free the pass maps, then pass the error on */
+    arena_free(&pp.a[0]);
+    arena_free(&pp.a[1]);
+    TgErr e = tg_last_error;
+    tg_fail(e.code, "%s", e.msg);
+  }
+  UMap tm = kernelize_passes(&pp, sink, stop);
+  tg_try_end(&t);
+  return pp_done(&pp, tm);
 }
 
 /* get_kernelize_map: every node of sink's graph -> its KERNEL-graph replacement */

@@ -81,6 +81,7 @@ void uop_ctx_free(UCtx *c) {
   if (!c) return;
   arena_free(&c->arena);
   arena_free(&c->scratch);
+  free(c->walk_stack);
   iset_free(&c->uops); iset_free(&c->values); iset_free(&c->views); iset_free(&c->sts); iset_free(&c->metas);
   if (uctx == c) uctx = NULL;
   free(c);
@@ -143,40 +144,79 @@ UOp *uop_unique(void) { return uop0(OP_UNIQUE, dt_void, v_int(uctx->next_unique+
  * tinygrad's UOp.toposort: a stack of (node, visited); a node is emitted the second time it is
  * popped, after its parents. The gate is asked each time an unvisited node is popped. */
 typedef struct { UOp *u; bool visited; } TEnt;
-UList uop_toposort_many(int nroots, UOp *const *roots, UGate gate, void *gctx) {
-  Arena *a = ga();
+/* The outermost walk marks emitted nodes with a fresh epoch in UOp.walk (no lookup table) and
+ * reuses the context's stack; a walk started from inside a gate (nested) keeps its own seen map
+ * and stack in scratch. Results go to a: scratch allocations are popped at the end unless a is
+ * the scratch arena itself (then the caller's own arena_pop reclaims them). */
+static UList toposort_impl(Arena *a, int nroots, UOp *const *roots, UGate gate, void *gctx) {
+  UCtx *c = uctx;
+  bool nested = c->walk_depth > 0, in_scratch = a == &c->scratch;
+  ArenaMark mk = arena_mark(&c->scratch);
   Map seen;
-  ArenaMark mk = arena_mark(&uctx->scratch);
-  map_init(&seen, &uctx->scratch);
-  size_t cap = 256, n = 0;
-  TEnt *st = malloc(cap * sizeof *st);
-  if (!st) tg_fail(TG_EINTERNAL, "out of memory");
+  uint32_t epoch = 0;
+  TEnt *st;
+  size_t cap, n = 0;
+  if (nested) {
+    map_init(&seen, &c->scratch);
+    cap = 256;
+    st = arena_alloc_raw(&c->scratch, cap * sizeof *st);
+  } else {
+    if (++c->walk_epoch == 0) { /* wrapped: no node may carry a live epoch */
+      tg_fail(TG_EINTERNAL, "more than 2^32 graph walks in one compilation");
+    }
+    epoch = c->walk_epoch;
+    if (!c->walk_stack) {
+      c->walk_cap = 1024;
+      c->walk_stack = malloc(c->walk_cap * sizeof(TEnt));
+      if (!c->walk_stack) tg_fail(TG_EINTERNAL, "out of memory");
+    }
+    st = c->walk_stack, cap = c->walk_cap;
+  }
+  c->walk_depth++;
   PtrVec out;
-  vec_init(&out, &uctx->scratch);
+  vec_init(&out, in_scratch ? a : &c->scratch);
+  if ((size_t)nroots > cap) tg_fail(TG_EINTERNAL, "toposort of %d roots", nroots);
   for (int r = nroots - 1; r >= 0; r--) st[n++] = (TEnt){roots[r], false};
   while (n) {
     TEnt e = st[--n];
-    if (map_has(&seen, e.u, uop_h(e.u))) continue;
+    if (nested ? map_has(&seen, e.u, uop_h(e.u)) : e.u->walk == epoch) continue;
     if (!e.visited) {
       if (!gate || gate(e.u, gctx)) {
         if (n + 1 + e.u->nsrc > cap) {
-          while (n + 1 + e.u->nsrc > cap) cap *= 2;
-          TEnt *ns = realloc(st, cap * sizeof *st);
-          if (!ns) { free(st); tg_fail(TG_EINTERNAL, "out of memory"); }
-          st = ns;
+          size_t nc = cap;
+          while (n + 1 + e.u->nsrc > nc) nc *= 2;
+          TEnt *ns;
+          if (nested) {
+            ns = arena_alloc_raw(&c->scratch, nc * sizeof *st);
+            memcpy(ns, st, n * sizeof *st);
+          } else {
+            ns = realloc(st, nc * sizeof *st);
+            if (!ns) tg_fail(TG_EINTERNAL, "out of memory");
+            c->walk_stack = ns, c->walk_cap = nc;
+          }
+          st = ns, cap = nc;
         }
         st[n++] = (TEnt){e.u, true};
         for (int i = e.u->nsrc - 1; i >= 0; i--) st[n++] = (TEnt){e.u->src[i], false};
       }
     } else {
-      map_put(&seen, e.u, uop_h(e.u), NULL);
+      if (nested) map_put(&seen, e.u, uop_h(e.u), NULL);
+      else e.u->walk = epoch;
       vec_push(&out, e.u);
     }
   }
-  free(st);
-  /* out grew by doubling in scratch; the result keeps exactly n pointers in the graph arena */
+  c->walk_depth--;
+  if (in_scratch) return (UList){out.n, (UOp **)out.v};
+  /* out grew by doubling in scratch; the result keeps exactly n pointers in a */
   UList res = {out.n, out.n ? arena_dup(a, out.v, sizeof(UOp *) * (size_t)out.n) : NULL};
-  arena_pop(&uctx->scratch, mk);
+  arena_pop(&c->scratch, mk);
   return res;
+}
+UList uop_toposort_many(int nroots, UOp *const *roots, UGate gate, void *gctx) { return toposort_impl(ga(), nroots, roots, gate, gctx); }
+UList uop_toposort_in(Arena *a, UOp *root, UGate gate, void *gctx) { return toposort_impl(a, 1, &root, gate, gctx); }
+void uop_walk(UOp *root, UGate gate, void *gctx) {
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  toposort_impl(&uctx->scratch, 1, &root, gate, gctx);
+  arena_pop(&uctx->scratch, mk);
 }
 UList uop_toposort(UOp *root, UGate gate, void *gctx) { return uop_toposort_many(1, &root, gate, gctx); }

@@ -155,7 +155,8 @@ struct UOp {
   /* lazily computed caches, owned by the stages that fill them */
   const ShapeTracker *st_cache; /* lib/shape: UOp.st (valid when st_state is 1) */
   const Value *dev_cache;      /* lib/shape: UOp._device; axis_cache: UOp.axis */
-  uint8_t st_state, dev_state, axis_state; int32_t axis_cache; /* st_state 0 unknown, 1 computed; packed to keep UOp at 104 bytes */
+  uint8_t st_state, dev_state, axis_state; int32_t axis_cache; /* st_state 0 unknown, 1 computed */
+  uint32_t walk;               /* lib/uop toposort: the epoch of the walk that last emitted this node */
   void *cache[2];              /* cache[0]: lib/symbolic (_min_max), cache[1]: lib/symbolic (simplify) */
 };
 UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
@@ -175,6 +176,9 @@ typedef bool (*UGate)(UOp *u, void *ctx);
 typedef struct UList { int n; UOp **v; } UList;
 UList uop_toposort(UOp *root, UGate gate, void *gctx);
 UList uop_toposort_many(int nroots, UOp *const *roots, UGate gate, void *gctx); /* as toposort of a SINK of roots, without it */
+/* the list in arena a (e.g. uctx->scratch under the caller's arena_mark, for a list used and dropped) */
+UList uop_toposort_in(Arena *a, UOp *root, UGate gate, void *gctx);
+void uop_walk(UOp *root, UGate gate, void *gctx);             /* the toposort's gate calls only, no list */
 
 /* UOp maps and sets (ordered, keyed by creation id) */
 typedef Map UMap;
@@ -200,6 +204,8 @@ typedef struct UCtx {
   int64_t next_unique;         /* UNIQUE counter for buffers the scheduler creates */
   Options opt;
   void *memo[4];               /* per-context caches of pure functions, owned by stages: memo[0] lib/shape (View.__add__) */
+  uint32_t walk_epoch; int walk_depth; /* toposort: the running walk's epoch, how many walks are open */
+  void *walk_stack; size_t walk_cap;   /* toposort: the outermost walk's (node, visited) stack, reused */
 } UCtx;
 extern _Thread_local UCtx *uctx;                /* the current context */
 UCtx *uop_ctx_new(void);                        /* creates and makes current */

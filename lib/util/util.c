@@ -135,6 +135,24 @@ static void map_reindex(Map *m, int icap) {
   }
 }
 
+void map_reserve(Map *m, int n) {
+  if (n + 1 > m->cap) {
+    MapEnt *ne = arena_alloc_raw(m->a, sizeof(MapEnt) * (size_t)(n + 1));
+    if (m->n) memcpy(ne, m->ents, sizeof(MapEnt) * (size_t)m->n);
+    m->ents = ne; m->cap = n + 1;
+  }
+  int ic = 16;
+  while (ic < (n + 1) * 2) ic *= 2;
+  if (ic > m->icap) map_reindex(m, ic);
+}
+Map map_copy(const Map *m, Arena *a) {
+  Map r;
+  map_init(&r, a);
+  map_reserve(&r, m->live);
+  MAP_EACH(m, e) map_put(&r, e->key, e->h, e->val);
+  return r;
+}
+
 static inline int map_find(const Map *m, const void *key, uint64_t h, size_t *pos) {
   if (!m->icap) return -1;
   size_t p = h & (size_t)(m->icap - 1);

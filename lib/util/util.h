@@ -36,6 +36,8 @@ static inline void *vec_pop(PtrVec *v) { return v->v[--v->n]; }
 typedef struct MapEnt { void *key; void *val; uint64_t h; } MapEnt;
 typedef struct Map { MapEnt *ents; int32_t *idx; int n, cap, live, icap; Arena *a; } Map;
 void map_init(Map *m, Arena *a);
+void map_reserve(Map *m, int n);                              /* room for n live entries without regrowing */
+Map map_copy(const Map *m, Arena *a);                         /* a compact copy in a (same order) */
 void **map_slot(Map *m, void *key, uint64_t h, bool *isnew);  /* insert-if-missing, returns &val */
 void *map_get(const Map *m, const void *key, uint64_t h, bool *found);
 bool map_has(const Map *m, const void *key, uint64_t h);
