@@ -93,6 +93,29 @@ Test(io, sink_must_be_a_sink_row) {
   expect_err(ROWS(DEV) "\"producer\":\"x\"}", "t.json: sink: missing");
 }
 
+/* the reader streams a file member by member and row by row; members in any order, whitespace
+ * anywhere, and its errors are the whole-document reader's */
+Test(io, streamed_members_in_any_order) {
+  const char *rows = "[ {\"id\":0,\"op\":\"DEVICE\",\"dtype\":\"void\",\"arg\":\"CPU\"} ,\n"
+                     "  {\"id\":1,\"op\":\"SINK\",\"dtype\":\"void\",\"src\":[]}\n ]";
+  char a[1024], b[1024];
+  snprintf(a, sizeof a, "{\"format\":\"tgc.graph\",\"version\":1,\"options\":{\"SPLIT_REDUCEOP\":0},\"uops\":%s,\"sink\":1}", rows);
+  snprintf(b, sizeof b, "\n{ \"sink\" : 1 ,\"uops\" :%s , \"options\":{\"SPLIT_REDUCEOP\":0}, \"version\":1,\"format\":\"tgc.graph\" }\n", rows);
+  Graph *ga_ = try_read(a, ".");
+  cr_assert(ga_, "%s", errbuf);
+  UOp *sa = ga_->sink;
+  Graph *gb = try_read(b, ".");
+  cr_assert(gb, "%s", errbuf);
+  cr_assert_eq(gb->nrows, 2);
+  cr_assert_eq(gb->sink, sa); /* interned: the same graph */
+  cr_assert_eq(uctx->opt.split_reduceop, 0);
+  snprintf(a, sizeof a, HDR "\"uops\":%s,\"uops\":%s,\"sink\":1}", rows, rows);
+  expect_err(a, "t.json: duplicate top-level field \"uops\"");
+  snprintf(a, sizeof a, HDR "\"uops\":%s,\"sink\":1} ,", rows);
+  expect_err(a, "t.json: JSON: unexpected text after the document at line 3, column 14 (offset 155)");
+  expect_err(HDR "\"uops\":[{\"id\":0,\"op\":\"SINK\",\"dtype\":\"void\"},],\"sink\":0}", "t.json: JSON: syntax error at line 1, column 79 (offset 78)");
+}
+
 /* ---- reader: rows ---- */
 Test(io, row_shape_errors) {
   expect_err(ROWS("[]") "\"sink\":0}", "t.json: row 0: expected a row object, got an array");

@@ -24,9 +24,39 @@ static char *arena_copy_or_free(Arena *a, char *buf, size_t len) {
   TgErr e = tg_last_error;
   tg_fail(e.code, "%s", e.msg);
 }
+/* a regular file is read straight into a buffer of its size in a; a pipe (or stdin) into a
+ * growing malloc buffer that is then copied */
+static char *read_regular(Arena *a, FILE *f, size_t size, size_t *n) {
+  char *out = arena_alloc_raw(a, size + 1);
+  size_t len = 0;
+  while (len < size) {
+    size_t k = fread(out + len, 1, size - len, f);
+    if (k == 0) break;
+    len += k;
+  }
+  int err = ferror(f) ? (errno ? errno : EIO) : 0;
+  if (!err && len == size && fgetc(f) != EOF) err = EAGAIN; /* it grew while being read */
+  fclose(f);
+  if (err) { errno = err; return NULL; }
+  out[len] = 0;
+  if (n) *n = len;
+  return out;
+}
 char *read_file(Arena *a, const char *path, size_t *n) {
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
   if (!f) return NULL;
+  struct stat sb;
+  if (f != stdin && fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode)) {
+    TgTry t; /* the arena's out-of-memory error closes the file first */
+    if (TG_TRY(t)) {
+      char *out = read_regular(a, f, (size_t)sb.st_size, n);
+      tg_try_end(&t);
+      return out;
+    }
+    fclose(f);
+    TgErr e = tg_last_error;
+    tg_fail(e.code, "%s", e.msg);
+  }
   size_t cap = 1 << 16, len = 0;
   char *buf = malloc(cap);
   if (!buf) { if (f != stdin) fclose(f); errno = ENOMEM; return NULL; }

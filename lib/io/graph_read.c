@@ -441,6 +441,84 @@ static void read_data(RCtx *R, const cJSON *d, UOp *u) {
   }
 }
 
+/* the dtype of the row before (rows mostly repeat one); its text is copied, as a streamed row's
+ * JSON is gone when the next row is read */
+typedef struct RowMemo { char dts[48]; const DType *dt; } RowMemo;
+/* row i into R->rows[i] (R->rows has room for it) */
+static void read_row(RCtx *R, const cJSON *r, int i, bool allow_data, RowMemo *memo) {
+  R->row = i;
+  R->op = NULL;
+  pset(R, NULL);
+  if (!cJSON_IsObject(r)) rfail(R, "expected a row object, got %s", jkind(r));
+  const cJSON *f[RF_N] = {0};
+  const char *unknown = NULL, *dup = NULL; /* reported once the op is known */
+  for (const cJSON *e = r->child; e; e = e->next) {
+    int k = 0;
+    while (k < RF_N && strcmp(e->string, row_fields[k])) k++;
+    if (k == RF_N) { if (!unknown) unknown = e->string; continue; }
+    if (f[k]) { if (!dup) dup = e->string; continue; }
+    f[k] = e;
+  }
+  pset(R, "id");
+  if (!f[RF_ID]) rfail(R, "missing");
+  int64_t id = jint(R, f[RF_ID], "an integer");
+  if (id != i) rfail(R, "is %lld, expected the row index %d", (long long)id, i);
+  pset(R, "op");
+  if (!f[RF_OP]) rfail(R, "missing");
+  const char *opn = jstr(R, f[RF_OP], "an op name");
+  Op op = op_from_name(opn);
+  if (op == OP_INVALID) rfail(R, "unknown op \"%s\"", opn);
+  R->op = op_names[op];
+  pset(R, NULL);
+  if (unknown) rfail(R, "unknown field \"%s\"", unknown);
+  if (dup) rfail(R, "duplicate field \"%s\"", dup);
+  pset(R, "dtype");
+  if (!f[RF_DTYPE]) rfail(R, "missing");
+  const char *dts = jstr(R, f[RF_DTYPE], "a dtype string");
+  const DType *dt = memo->dt && strcmp(dts, memo->dts) == 0 ? memo->dt : dt_parse(dts);
+  if (dt && strlen(dts) < sizeof memo->dts) memcpy(memo->dts, dts, strlen(dts) + 1), memo->dt = dt;
+  if (!dt) rfail(R, "unknown dtype \"%s\"", dts);
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  int ns = 0;
+  UOp **src = NULL;
+  if (f[RF_SRC]) {
+    pset(R, "src");
+    if (!cJSON_IsArray(f[RF_SRC])) rfail(R, "expected an array of row ids, got %s", jkind(f[RF_SRC]));
+    ns = cJSON_GetArraySize(f[RF_SRC]);
+    if (ns > 65535) rfail(R, "%d sources is more than tgc supports", ns);
+    src = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)(ns + 1));
+    int k = 0;
+    for (const cJSON *e = f[RF_SRC]->child; e; e = e->next, k++) {
+      pset(R, NULL);
+      ppush(R, "src[%d]", k);
+      int64_t sid = jint(R, e, "a row id");
+      if (sid < 0 || sid >= i) rfail(R, sid == i ? "row %lld is this row" : "no row %lld", (long long)sid);
+      src[k] = R->rows[sid];
+    }
+  }
+  const Value *arg = v_none(), *tag = v_none();
+  if (f[RF_ARG]) {
+    pset(R, "arg");
+    arg = op == OP_CONST ? jconst(R, f[RF_ARG], dt) : jvalue(R, f[RF_ARG]);
+  }
+  if (f[RF_TAG]) { pset(R, "tag"); tag = jvalue(R, f[RF_TAG]); }
+  MetaList ml = {0, NULL};
+  if (f[RF_META]) { pset(R, "meta"); ml = jmetas(R, f[RF_META]); }
+  if (op == OP_UNIQUE && R->g) {
+    pset(R, "arg");
+    if (arg->kind != V_INT || arg->n) rfail(R, "a UNIQUE needs an integer arg");
+    if (arg->i > R->g->max_unique) R->g->max_unique = arg->i;
+  }
+  UOp *u = uop_new(op, dt, ns, src, arg, tag);
+  arena_pop(&uctx->scratch, mk);
+  if (ml.n) uop_set_meta(u, ml);
+  R->rows[i] = u;
+  R->nrows = i + 1;
+  if (f[RF_DATA]) {
+    if (!allow_data) { pset(R, "data"); rfail(R, "not allowed here"); }
+    read_data(R, f[RF_DATA], u);
+  }
+}
 static void read_rows(RCtx *R, const cJSON *uops, bool allow_data) {
   pset(R, "uops");
   if (!cJSON_IsArray(uops)) rfail(R, "expected an array, got %s", jkind(uops));
@@ -448,82 +526,8 @@ static void read_rows(RCtx *R, const cJSON *uops, bool allow_data) {
   R->rows = arena_alloc(ga(), sizeof(UOp *) * (size_t)(n + 1));
   R->nrows = 0;
   int i = 0;
-  const char *last_dts = NULL;
-  const DType *last_dt = NULL;
-  for (const cJSON *r = uops->child; r; r = r->next, i++) {
-    R->row = i;
-    R->op = NULL;
-    pset(R, NULL);
-    if (!cJSON_IsObject(r)) rfail(R, "expected a row object, got %s", jkind(r));
-    const cJSON *f[RF_N] = {0};
-    const char *unknown = NULL, *dup = NULL; /* reported once the op is known */
-    for (const cJSON *e = r->child; e; e = e->next) {
-      int k = 0;
-      while (k < RF_N && strcmp(e->string, row_fields[k])) k++;
-      if (k == RF_N) { if (!unknown) unknown = e->string; continue; }
-      if (f[k]) { if (!dup) dup = e->string; continue; }
-      f[k] = e;
-    }
-    pset(R, "id");
-    if (!f[RF_ID]) rfail(R, "missing");
-    int64_t id = jint(R, f[RF_ID], "an integer");
-    if (id != i) rfail(R, "is %lld, expected the row index %d", (long long)id, i);
-    pset(R, "op");
-    if (!f[RF_OP]) rfail(R, "missing");
-    const char *opn = jstr(R, f[RF_OP], "an op name");
-    Op op = op_from_name(opn);
-    if (op == OP_INVALID) rfail(R, "unknown op \"%s\"", opn);
-    R->op = op_names[op];
-    pset(R, NULL);
-    if (unknown) rfail(R, "unknown field \"%s\"", unknown);
-    if (dup) rfail(R, "duplicate field \"%s\"", dup);
-    pset(R, "dtype");
-    if (!f[RF_DTYPE]) rfail(R, "missing");
-    const char *dts = jstr(R, f[RF_DTYPE], "a dtype string");
-    const DType *dt = last_dts && strcmp(dts, last_dts) == 0 ? last_dt : dt_parse(dts); /* rows mostly repeat a dtype */
-    last_dts = dts, last_dt = dt;
-    if (!dt) rfail(R, "unknown dtype \"%s\"", dts);
-    ArenaMark mk = arena_mark(&uctx->scratch);
-    int ns = 0;
-    UOp **src = NULL;
-    if (f[RF_SRC]) {
-      pset(R, "src");
-      if (!cJSON_IsArray(f[RF_SRC])) rfail(R, "expected an array of row ids, got %s", jkind(f[RF_SRC]));
-      ns = cJSON_GetArraySize(f[RF_SRC]);
-      if (ns > 65535) rfail(R, "%d sources is more than tgc supports", ns);
-      src = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)(ns + 1));
-      int k = 0;
-      for (const cJSON *e = f[RF_SRC]->child; e; e = e->next, k++) {
-        pset(R, NULL);
-        ppush(R, "src[%d]", k);
-        int64_t sid = jint(R, e, "a row id");
-        if (sid < 0 || sid >= i) rfail(R, sid == i ? "row %lld is this row" : "no row %lld", (long long)sid);
-        src[k] = R->rows[sid];
-      }
-    }
-    const Value *arg = v_none(), *tag = v_none();
-    if (f[RF_ARG]) {
-      pset(R, "arg");
-      arg = op == OP_CONST ? jconst(R, f[RF_ARG], dt) : jvalue(R, f[RF_ARG]);
-    }
-    if (f[RF_TAG]) { pset(R, "tag"); tag = jvalue(R, f[RF_TAG]); }
-    MetaList ml = {0, NULL};
-    if (f[RF_META]) { pset(R, "meta"); ml = jmetas(R, f[RF_META]); }
-    if (op == OP_UNIQUE && R->g) {
-      pset(R, "arg");
-      if (arg->kind != V_INT || arg->n) rfail(R, "a UNIQUE needs an integer arg");
-      if (arg->i > R->g->max_unique) R->g->max_unique = arg->i;
-    }
-    UOp *u = uop_new(op, dt, ns, src, arg, tag);
-    arena_pop(&uctx->scratch, mk);
-    if (ml.n) uop_set_meta(u, ml);
-    R->rows[i] = u;
-    R->nrows = i + 1;
-    if (f[RF_DATA]) {
-      if (!allow_data) { pset(R, "data"); rfail(R, "not allowed here"); }
-      read_data(R, f[RF_DATA], u);
-    }
-  }
+  RowMemo memo = {"", NULL};
+  for (const cJSON *r = uops->child; r; r = r->next, i++) read_row(R, r, i, allow_data, &memo);
   R->row = -1;
   R->op = NULL;
 }
@@ -725,8 +729,9 @@ static void verify_rows(RCtx *R, Graph *g) {
   R->op = NULL;
 }
 
-static void graph_doc(RCtx *R, const cJSON *root, void *ud) {
-  Graph *g = ud;
+/* the top-level checks and options of a graph document (root: the whole document, or the
+ * streaming reader's object of every member but the rows) */
+static void graph_header(RCtx *R, const cJSON *root, Graph *g) {
   static const char *const keys[] = {"format", "version", "producer", "options", "uops", "sink"};
   check_header(R, root, "tgc.graph");
   check_keys(R, root, keys, 6);
@@ -751,10 +756,11 @@ static void graph_doc(RCtx *R, const cJSON *root, void *ud) {
       }
     }
   }
-  const cJSON *uops = cJSON_GetObjectItemCaseSensitive(root, "uops");
   pset(R, "uops");
-  if (!uops) rfail(R, "missing");
-  read_rows(R, uops, true);
+  if (!cJSON_GetObjectItemCaseSensitive(root, "uops")) rfail(R, "missing");
+}
+/* after the rows: the sink and the per-row semantic checks */
+static void graph_tail(RCtx *R, const cJSON *root, Graph *g) {
   g->nrows = R->nrows;
   g->rows = R->rows;
   pset(R, "sink");
@@ -766,13 +772,154 @@ static void graph_doc(RCtx *R, const cJSON *root, void *ud) {
   g->sink = g->rows[sid];
   verify_rows(R, g);
 }
+static void graph_doc(RCtx *R, const cJSON *root, void *ud) {
+  Graph *g = ud;
+  graph_header(R, root, g);
+  read_rows(R, cJSON_GetObjectItemCaseSensitive(root, "uops"), true);
+  graph_tail(R, root, g);
+}
+
+/* ---- streaming graph reader ----
+ * A graph file is read one top-level member at a time: each member but "uops" is parsed whole
+ * (they are small) into a header object, and "uops" one row at a time, the row's cJSON nodes in
+ * a bump heap that is reset for the next row. The reader so holds one row's tree, never the
+ * document's (cJSON's tree is about 12x its text). On any failure the whole-document reader runs
+ * instead and reports: its order of checks (JSON syntax, header, rows) is the one users see. */
+typedef struct Stream { const char *p, *end; JChunk *hdr, *row; UOp **rows; size_t cap; } Stream;
+static void s_ws(Stream *S) { while (S->p < S->end && (*S->p == ' ' || *S->p == '\n' || *S->p == '\r' || *S->p == '\t')) S->p++; }
+static bool s_char(Stream *S, char c) {
+  s_ws(S);
+  if (S->p < S->end && *S->p == c) { S->p++; return true; }
+  return false;
+}
+static _Noreturn void s_bad(void) { tg_fail(TG_EINPUT, "streaming read failed"); }
+/* one JSON value at S->p, its nodes from *heap, numbers annotated from its own text */
+static cJSON *s_value(Stream *S, JChunk **heap) {
+  s_ws(S);
+  const char *b = S->p, *e = NULL;
+  jheap = *heap;
+  cJSON *v = cJSON_ParseWithLengthOpts(b, (size_t)(S->end - b), &e, false);
+  *heap = jheap;
+  jheap = NULL;
+  if (!v || !e || e <= b || e > S->end) s_bad();
+  S->p = e;
+  Tok t = {b, e, 0};
+  jheap = *heap;
+  annotate_numbers(v, &t);
+  *heap = jheap;
+  jheap = NULL;
+  return v;
+}
+static void s_reset(JChunk **heap) { /* keep the newest chunk, emptied */
+  if (!*heap) return;
+  JChunk *keep = *heap, *c = keep->prev;
+  while (c) { JChunk *p = c->prev; free(c); c = p; }
+  keep->prev = NULL;
+  keep->off = 0;
+}
+static void s_free(JChunk **heap) {
+  for (JChunk *c = *heap; c;) { JChunk *p = c->prev; free(c); c = p; }
+  *heap = NULL;
+}
+static void s_rows(RCtx *R, Stream *S) {
+  if (!s_char(S, '[')) s_bad();
+  R->nrows = 0;
+  RowMemo memo = {"", NULL};
+  int i = 0;
+  if (!s_char(S, ']')) {
+    for (;; i++) {
+      if ((size_t)i + 1 >= S->cap) {
+        size_t nc = S->cap ? S->cap * 2 : 1024;
+        UOp **nr = realloc(S->rows, nc * sizeof *nr);
+        if (!nr) tg_fail(TG_EINTERNAL, "out of memory");
+        S->rows = nr, S->cap = nc;
+        R->rows = nr;
+      }
+      if (i == INT32_MAX - 1) s_bad();
+      s_reset(&S->row);
+      cJSON *r = s_value(S, &S->row);
+      read_row(R, r, i, true, &memo);
+      if (s_char(S, ']')) { i++; break; }
+      if (!s_char(S, ',')) s_bad();
+    }
+  }
+  R->rows = arena_alloc(ga(), sizeof(UOp *) * (size_t)(i + 1));
+  if (i) memcpy(R->rows, S->rows, sizeof(UOp *) * (size_t)i);
+  R->nrows = i;
+  R->row = -1;
+  R->op = NULL;
+}
+static void s_doc(RCtx *R, Stream *S, Graph *g) {
+  jheap = S->hdr;
+  cJSON *hdr = cJSON_CreateObject();
+  S->hdr = jheap;
+  jheap = NULL;
+  if (!hdr || !s_char(S, '{')) s_bad();
+  bool rows = false;
+  if (!s_char(S, '}')) {
+    for (;;) {
+      cJSON *k = s_value(S, &S->hdr);
+      if (!cJSON_IsString(k) || !s_char(S, ':')) s_bad();
+      cJSON *v;
+      if (strcmp(k->valuestring, "uops") == 0) {
+        if (rows) s_bad();
+        rows = true;
+        s_rows(R, S);
+        jheap = S->hdr;
+        v = cJSON_CreateArray(); /* the rows' place among the members, for check_keys */
+        S->hdr = jheap;
+        jheap = NULL;
+      } else {
+        v = s_value(S, &S->hdr);
+      }
+      jheap = S->hdr;
+      bool ok = v && cJSON_AddItemToObject(hdr, k->valuestring, v);
+      S->hdr = jheap;
+      jheap = NULL;
+      if (!ok) s_bad();
+      if (s_char(S, '}')) break;
+      if (!s_char(S, ',')) s_bad();
+    }
+  }
+  s_ws(S);
+  if (S->p != S->end || !rows) s_bad();
+  graph_header(R, hdr, g);
+  graph_tail(R, hdr, g);
+}
+/* the streaming read; false (nothing kept but interned nodes) when it failed */
+static bool graph_stream(RCtx *R, const char *text, size_t n, Graph *g) {
+  static cJSON_Hooks hooks = {jheap_malloc, jheap_free};
+  JChunk *outer = jheap;
+  jheap = NULL;
+  Stream S = {text, text + n, NULL, NULL, NULL, 0};
+  TgTry t;
+  volatile bool ok = false;
+  cJSON_InitHooks(&hooks);
+  if (TG_TRY(t)) {
+    s_doc(R, &S, g);
+    tg_try_end(&t);
+    ok = true;
+  }
+  cJSON_InitHooks(NULL);
+  s_free(&S.hdr);
+  s_free(&S.row);
+  free(S.rows);
+  jheap = outer;
+  return ok;
+}
 
 Graph *graph_read_mem(const char *name, const char *text, size_t n, const char *basedir) {
   Graph *g = arena_alloc(ga(), sizeof *g);
   g->path = arena_strdup(ga(), name);
   g->max_unique = -1;
   RCtx R = {.file = g->path, .basedir = basedir, .row = -1, .g = g, .text = text, .tlen = n};
-  with_doc(&R, text, n, graph_doc, g);
+  if (!graph_stream(&R, text, n, g)) { /* the whole-document reader, from scratch, says what is wrong */
+    memset(g, 0, sizeof *g);
+    g->path = R.file;
+    g->max_unique = -1;
+    R = (RCtx){.file = g->path, .basedir = basedir, .row = -1, .g = g, .text = text, .tlen = n};
+    with_doc(&R, text, n, graph_doc, g);
+  }
   uctx->opt = g->opt;
   if (g->max_unique + 1 > uctx->next_unique) uctx->next_unique = g->max_unique + 1;
   return g;
@@ -784,11 +931,22 @@ static char *dir_of(const char *path) {
   if (s == path) return arena_strdup(ga(), "/");
   return arena_printf(ga(), "%.*s", (int)(s - path), path);
 }
+/* the text lives in an arena of its own, freed once the graph is read (nothing points into it) */
 Graph *graph_read_file(const char *path) {
-  size_t n;
-  char *text = read_file(ga(), path, &n);
-  if (!text) tg_fail(TG_EINPUT, "%s: cannot read: %s", path, strerror(errno));
-  return graph_read_mem(path, text, n, strcmp(path, "-") == 0 ? "." : dir_of(path));
+  Arena ta = {0};
+  TgTry t;
+  if (TG_TRY(t)) {
+    size_t n;
+    char *text = read_file(&ta, path, &n);
+    if (!text) tg_fail(TG_EINPUT, "%s: cannot read: %s", path, strerror(errno));
+    Graph *g = graph_read_mem(path, text, n, strcmp(path, "-") == 0 ? "." : dir_of(path));
+    tg_try_end(&t);
+    arena_free(&ta);
+    return g;
+  }
+  arena_free(&ta);
+  TgErr e = tg_last_error;
+  tg_fail(e.code, "%s", e.msg);
 }
 
 /* ---- expect files ---- */

@@ -108,7 +108,8 @@ static inline bool S_bool(int k, Sint a, Sint b) {
 void shape_unravel(SList shape, Sint offset, Sint *out);  /* unravel: offset's position on each dim */
 int shape_uop_vars(UOp *u, UOp **out, int n, int cap);    /* UOp.vars() appended to out[n..], deduped */
 
-static inline Sint *s_tmp(int n) { return arena_alloc(ga(), sizeof(Sint) * (size_t)(n > 0 ? n : 1)); }
+/* a temporary Sint array: in scratch inside a tg_tmp_scope (results are interned, which copies) */
+static inline Sint *s_tmp(int n) { return arena_alloc(tg_tmp_scope ? &uctx->scratch : ga(), sizeof(Sint) * (size_t)(n > 0 ? n : 1)); }
 static inline SList sl_zeros_n(int n) { return sl(n, s_tmp(n)); } /* arena memory is zeroed: si(0) */
 
 #endif

@@ -236,8 +236,17 @@ static UOp *st_step(UOp *u) {
   return NULL;
 #undef NEED
 }
+/* one st_step in a temporaries scope: its shape arrays are dropped, the interned result kept */
+static UOp *st_step_scoped(UOp *u) {
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  tg_tmp_scope++;
+  UOp *r = st_step(u);
+  if (tg_tmp_scope > 0) tg_tmp_scope--;
+  arena_pop(&uctx->scratch, mk);
+  return r;
+}
 const ShapeTracker *u_st(UOp *u) {
-  if (!u->st_state) eval_stack(u, st_step, st_state);
+  if (!u->st_state) eval_stack(u, st_step_scoped, st_state);
   return u->st_cache;
 }
 SList u_shape(UOp *u) {

@@ -8,11 +8,13 @@
 
 _Thread_local TgTry *tg_try_top;
 _Thread_local TgErr tg_last_error;
+_Thread_local int tg_tmp_scope;
 
 _Noreturn void tg_fail(int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   tg_last_error.code = code;
+  tg_tmp_scope = 0;
   vsnprintf(tg_last_error.msg, sizeof tg_last_error.msg, fmt, ap);
   va_end(ap);
   if (!tg_try_top) {

@@ -66,6 +66,9 @@ typedef struct TgErr { int code; char msg[1024]; } TgErr;
 typedef struct TgTry { jmp_buf jb; struct TgTry *prev; } TgTry;
 extern _Thread_local TgTry *tg_try_top;
 extern _Thread_local TgErr tg_last_error;
+/* > 0 inside a temporaries scope (lib/shape: one ShapeTracker step), where pass-local arrays may
+ * go to the scratch arena the scope pops; tg_fail resets it to 0, the always-safe state */
+extern _Thread_local int tg_tmp_scope;
 _Noreturn void tg_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* usage:  TgTry t; if (TG_TRY(t)) { ...work...; tg_try_end(&t); } else { handle tg_last_error } */
 #define TG_TRY(t) ((t).prev = tg_try_top, tg_try_top = &(t), setjmp((t).jb) == 0)
