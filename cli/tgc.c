@@ -393,7 +393,7 @@ static int cmd_run(int argc, char **argv) {
   Overrides ov = {{0}, {0}};
   const char *device = NULL, *out = ".", *expect = NULL;
   static DriverInput inputs[256];
-  static const char *input_paths[256];
+  static const char *input_paths[256 + 2]; /* the --input files, then the graph and expect files */
   int ninputs = 0;
   int c;
   while ((c = getopt_long(argc, argv, ":d:o:h", lo, NULL)) != -1) {
@@ -431,7 +431,9 @@ static int cmd_run(int argc, char **argv) {
   driver_check_inputs(g, s);
   DriverRun *r = driver_run_device(g, s, device);
   double t1 = now_ms();
-  driver_write_outputs(r, out, ninputs, input_paths);
+  input_paths[ninputs] = path; /* the graph file is an input too (input_paths has room for it) */
+  if (expect) input_paths[ninputs + 1] = expect;
+  driver_write_outputs(r, out, ninputs + 1 + (expect != NULL), input_paths);
   fprintf(stderr, "%d kernels run, %d outputs written to %s in %.1f ms\n", r->nkernels, r->noutputs, out, t1 - t0);
   if (x) {
     char why[1024];

@@ -48,5 +48,41 @@ echo keep >"$tmp/keep.json"
 "$TGC" schedule testdata/semantic/reshape_count.graph.json -o "$tmp/keep.json" 2>/dev/null
 if [ "$(cat "$tmp/keep.json")" = keep ]; then ok; else bad "failed run changed an existing output"; fi
 
+# faults while running: a compiler that fails, a compiler that is missing, a device that is
+# missing: exit 4, a message that says which, and no output directory (nor a temporary one)
+M=testdata/models/mlp2_fwd.graph.json
+runfault() { # DESC WANT-IN-MESSAGE ENV... -- ARGS...
+  desc=$1 want=$2
+  shift 2
+  rm -rf "$tmp/run" "$tmp/xdg"
+  env XDG_CACHE_HOME="$tmp/xdg" "$@" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" -eq 4 ] && grep -qF -- "$want" "$tmp/err"; then ok; else bad "$desc: exit $rc: $(cat "$tmp/err")"; fi
+  if ls "$tmp" | grep -q '^run'; then bad "$desc: left an output directory"; else ok; fi
+}
+runfault "compiler fails" "false failed with exit status 1" TGC_CC=false "$TGC" run "$M" -d cpu -o "$tmp/run"
+runfault "compiler missing" "can't run /nonexistent/cc" TGC_CC=/nonexistent/cc "$TGC" run "$M" -d cpu -o "$tmp/run"
+if ! "$TGC" run "$M" -d cuda -o "$tmp/probe" >/dev/null 2>&1; then
+  runfault "no CUDA device" "no CUDA device" "$TGC" run "$M" -d cuda -o "$tmp/run"
+fi
+rm -rf "$tmp/probe"
+# run never overwrites an input: a graph (or --input, or --expect) file where an output would go
+# is refused with exit 3 before anything is written, and stays intact
+mkdir "$tmp/indir"
+cp "$M" "$tmp/indir/out0.npy"
+"$TGC" run "$tmp/indir/out0.npy" -d cpu -o "$tmp/indir" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 3 ] && grep -q "would overwrite the input file" "$tmp/err" && cmp -s "$M" "$tmp/indir/out0.npy"; then ok
+else bad "run over its graph file: exit $rc: $(cat "$tmp/err")"; fi
+cp "$M" "$tmp/indir/g.json"
+cp "${M%.graph.json}.expect.json" "$tmp/indir/out0.npy"
+"$TGC" run "$tmp/indir/g.json" -d cpu -o "$tmp/indir" --expect "$tmp/indir/out0.npy" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 3 ] && cmp -s "${M%.graph.json}.expect.json" "$tmp/indir/out0.npy"; then ok; else bad "run over its expect file: exit $rc: $(cat "$tmp/err")"; fi
+# a 2^40-element output is refused before any allocation, exit 3
+"$TGC" run testdata/semantic/huge_output.graph.json -d cpu -o "$tmp/run" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 3 ] && grep -q "is more than this machine's" "$tmp/err" && [ ! -e "$tmp/run" ]; then ok; else bad "2^40-element output: exit $rc: $(cat "$tmp/err")"; fi
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

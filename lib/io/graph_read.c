@@ -485,7 +485,7 @@ static void read_row(RCtx *R, const cJSON *r, int i, bool allow_data, RowMemo *m
     pset(R, "src");
     if (!cJSON_IsArray(f[RF_SRC])) rfail(R, "expected an array of row ids, got %s", jkind(f[RF_SRC]));
     ns = cJSON_GetArraySize(f[RF_SRC]);
-    if (ns > 65535) rfail(R, "%d sources is more than tgc supports", ns);
+    if (ns > UOP_MAX_SRC) rfail(R, "%d sources is more than tgc supports", ns);
     src = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)(ns + 1));
     int k = 0;
     for (const cJSON *e = f[RF_SRC]->child; e; e = e->next, k++) {
@@ -713,18 +713,20 @@ static void verify_rows(RCtx *R, Graph *g) {
     if (u->op != OP_SINK) verify_st(R, u); /* a SINK's sources differ in shape; tinygrad never asks its st */
     if (u->op == OP_REDUCE_AXIS) verify_reduce_axes(R, u);
   }
-  UList topo = uop_toposort(g->sink, NULL, NULL);
-  UMap reach;
-  umap_init(&reach, ga());
-  for (int k = 0; k < topo.n; k++) umap_put(&reach, topo.v[k], topo.v[k]);
+  /* reach[id]: the node is in the sink's graph and not checked yet (ids are dense per context) */
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  UList topo = uop_toposort_in(&uctx->scratch, g->sink, NULL, NULL);
+  unsigned char *reach = arena_alloc(&uctx->scratch, (size_t)uctx->next_id + 1);
+  for (int k = 0; k < topo.n; k++) reach[topo.v[k]->id] = 1;
   for (int i = 0; i < g->nrows; i++) {
     UOp *u = g->rows[i];
-    if (!umap_has(&reach, u)) continue;
-    umap_del(&reach, u); /* a row that repeats an earlier one is the same UOp: check it once */
+    if (!reach[u->id]) continue;
+    reach[u->id] = 0; /* a row that repeats an earlier one is the same UOp: check it once */
     R->row = i;
     R->op = op_names[u->op];
     if (!spec_check_tensor(u)) rfail(R, "UOp verification failed: tinygrad's tensor_uop_spec does not accept this row");
   }
+  arena_pop(&uctx->scratch, mk);
   R->row = -1;
   R->op = NULL;
 }
@@ -886,7 +888,8 @@ static void s_doc(RCtx *R, Stream *S, Graph *g) {
   graph_header(R, hdr, g);
   graph_tail(R, hdr, g);
 }
-/* the streaming read; false (nothing kept but interned nodes) when it failed */
+/* the streaming read; false (nothing kept but interned nodes) when the input is bad; any other
+ * failure (out of memory) is passed on */
 static bool graph_stream(RCtx *R, const char *text, size_t n, Graph *g) {
   static cJSON_Hooks hooks = {jheap_malloc, jheap_free};
   JChunk *outer = jheap;
@@ -905,6 +908,10 @@ static bool graph_stream(RCtx *R, const char *text, size_t n, Graph *g) {
   s_free(&S.row);
   free(S.rows);
   jheap = outer;
+  if (!ok && tg_last_error.code != TG_EINPUT) { /* out of memory and the like: no second try */
+    TgErr e = tg_last_error;
+    tg_fail(e.code, "%s", e.msg);
+  }
   return ok;
 }
 

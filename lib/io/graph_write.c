@@ -174,31 +174,84 @@ static UList table_order(int nroots, UOp *const *roots) {
   return (UList){out.n, (UOp **)out.v};
 }
 
+/* Rows are printed one at a time into one text (a row's cJSON tree lives only while it prints),
+ * so the table never holds a tree for every row: the result is a raw JSON node, "[row,...]". */
+typedef struct TBuf { char *p; size_t n, cap; } TBuf;
+static void tb_put(TBuf *b, const char *s, size_t n) {
+  if (b->n + n + 1 > b->cap) {
+    size_t nc = b->cap ? b->cap : 1 << 16;
+    while (b->n + n + 1 > nc) nc *= 2;
+    char *np = realloc(b->p, nc);
+    if (!np) tg_fail(TG_EINTERNAL, "out of memory writing JSON");
+    b->p = np, b->cap = nc;
+  }
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
+}
+static cJSON *uop_row(WCtx *W, UOp *u, int i) {
+  cJSON *r = cJSON_CreateObject();
+  cJSON_AddItemToObject(r, "id", json_int(i));
+  cJSON_AddStringToObject(r, "op", op_names[u->op]);
+  cJSON_AddStringToObject(r, "dtype", dt_repr(&uctx->scratch, u->dtype));
+  if (u->nsrc) {
+    cJSON *s = cJSON_CreateArray();
+    for (int k = 0; k < u->nsrc; k++) cJSON_AddItemToArray(s, json_int(wid(W, u->src[k])));
+    cJSON_AddItemToObject(r, "src", s);
+  }
+  if (!v_is_none(u->arg)) cJSON_AddItemToObject(r, "arg", json_value(W, u->arg));
+  if (!v_is_none(u->tag)) cJSON_AddItemToObject(r, "tag", json_value(W, u->tag));
+  if (u->meta.n) cJSON_AddItemToObject(r, "meta", json_metas(u->meta.n, u->meta.m));
+  return r;
+}
+/* the rows into b; any failure frees the row being printed (the caller frees b) */
+static void uop_rows(TBuf *b, WCtx *W, UList order) {
+  tb_put(b, "[", 1);
+  for (int i = 0; i < order.n; i++) {
+    UOp *u = order.v[i];
+    map_put(&W->ids, u, uop_h(u), (void *)(intptr_t)i);
+    ArenaMark rm = arena_mark(&uctx->scratch);
+    cJSON *volatile r = NULL;
+    TgTry t;
+    if (!TG_TRY(t)) {
+      cJSON_Delete(r);
+      TgErr e = tg_last_error;
+      tg_fail(e.code, "%s", e.msg);
+    }
+    r = uop_row(W, u, i);
+    char *txt = cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    r = NULL;
+    if (!txt) tg_fail(TG_EINTERNAL, "out of memory printing JSON");
+    tg_try_end(&t);
+    if (i) tb_put(b, ",", 1);
+    tb_put(b, txt, strlen(txt));
+    free(txt);
+    arena_pop(&uctx->scratch, rm); /* the row's dtype string */
+  }
+  tb_put(b, "]", 1);
+}
 cJSON *json_uop_table(int nroots, UOp *const *roots, int *root_ids) {
   ArenaMark mk = arena_mark(&uctx->scratch);
   UList order = table_order(nroots, roots);
   WCtx W;
   map_init(&W.ids, &uctx->scratch);
-  cJSON *rows = cJSON_CreateArray();
-  for (int i = 0; i < order.n; i++) {
-    UOp *u = order.v[i];
-    map_put(&W.ids, u, uop_h(u), (void *)(intptr_t)i);
-    cJSON *r = cJSON_CreateObject();
-    cJSON_AddItemToObject(r, "id", json_int(i));
-    cJSON_AddStringToObject(r, "op", op_names[u->op]);
-    cJSON_AddStringToObject(r, "dtype", dt_repr(&uctx->scratch, u->dtype));
-    if (u->nsrc) {
-      cJSON *s = cJSON_CreateArray();
-      for (int k = 0; k < u->nsrc; k++) cJSON_AddItemToArray(s, json_int(wid(&W, u->src[k])));
-      cJSON_AddItemToObject(r, "src", s);
-    }
-    if (!v_is_none(u->arg)) cJSON_AddItemToObject(r, "arg", json_value(&W, u->arg));
-    if (!v_is_none(u->tag)) cJSON_AddItemToObject(r, "tag", json_value(&W, u->tag));
-    if (u->meta.n) cJSON_AddItemToObject(r, "meta", json_metas(u->meta.n, u->meta.m));
-    cJSON_AddItemToArray(rows, r);
+  map_reserve(&W.ids, order.n);
+  TBuf b = {NULL, 0, 0};
+  TgTry t;
+  if (TG_TRY(t)) {
+    uop_rows(&b, &W, order);
+    tg_try_end(&t);
+  } else {
+    free(b.p);
+    TgErr e = tg_last_error;
+    tg_fail(e.code, "%s", e.msg);
   }
   if (root_ids) for (int i = 0; i < nroots; i++) root_ids[i] = (int)wid(&W, roots[i]);
   arena_pop(&uctx->scratch, mk);
+  cJSON *rows = cJSON_CreateRaw(b.p);
+  free(b.p);
+  if (!rows) tg_fail(TG_EINTERNAL, "out of memory printing JSON");
   return rows;
 }
 

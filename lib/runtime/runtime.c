@@ -95,6 +95,9 @@ RtKernel *rt_compile(Runtime *rt, const Program *p) {
     if (rc == 0) while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
     if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       char *diag = rc ? arena_printf(a, "can't run %s: %s", rt->cc, strerror(rc)) : slurp(a, errf);
+      if (!rc && !*diag) /* a compiler that fails silently */
+        diag = WIFEXITED(status) ? arena_printf(a, "%s failed with exit status %d", rt->cc, WEXITSTATUS(status))
+                                 : arena_printf(a, "%s was killed by signal %d", rt->cc, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
       unlink(cfile); unlink(tmpso); unlink(errf);
       tg_fail(TG_EDEVICE, "kernel %s: %s", p->name, diag);
     }
@@ -147,7 +150,13 @@ RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard) {
   if (buf->op != OP_BUFFER || buf->arg->kind != V_INT) tg_fail(TG_EINPUT, "runtime: a %s is not a buffer", op_names[buf->op]);
   b = arena_alloc(rt->a, sizeof *b);
   b->buf = buf; b->shard = shard;
-  b->nbytes = (size_t)buf->arg->i * (size_t)dt_base(buf->dtype)->itemsize;
+  int64_t n = buf->arg->i, isz = dt_base(buf->dtype)->itemsize;
+  long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+  double ram = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
+  if (n < 0 || (ram > 0 && (double)n * (double)isz > ram)) /* refused before asking the allocator */
+    tg_fail(TG_EINPUT, "a buffer of %lld %s elements (%.0f bytes) is more than this machine's %.0f bytes of memory",
+            (long long)n, dt_repr(rt->a, buf->dtype), (double)n * (double)isz, ram);
+  b->nbytes = (size_t)n * (size_t)isz;
   b->data = calloc(1, b->nbytes ? b->nbytes : 1);
   if (!b->data) tg_fail(TG_EDEVICE, "out of host memory allocating %zu bytes", b->nbytes);
   b->owned = true;

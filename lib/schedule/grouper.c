@@ -7,6 +7,7 @@
  * stack of frames (node, ShapeTracker, next child) so a graph-deep chain cannot overflow the C
  * stack, with the same visiting order and early returns as the recursive original. */
 #include "passes.h"
+#include <string.h>
 
 
 /* ALWAYS_CONTIGUOUS: ops that are already a buffer (or are one once they run) */
@@ -21,6 +22,31 @@ bool always_contiguous(Op op) {
 
 /* an ordered set of UOps is a UMap with NULL values */
 static void uset_add(UMap *s, UOp *u) { bool isnew; map_slot(s, u, uop_h(u), &isnew); }
+
+/* a node's children: insertion ordered and deduplicated (a set, as tinygrad's dict keys), kept as
+ * a short array that gets a hash index only once it is long; most nodes have one or two */
+typedef struct Kids { UOp **v; int n, cap; UMap *set; } Kids;
+static void kids_add(Arena *a, Kids *k, UOp *u) {
+  if (k->set) {
+    bool isnew;
+    map_slot(k->set, u, uop_h(u), &isnew);
+    if (!isnew) return;
+  } else {
+    for (int i = 0; i < k->n; i++) if (k->v[i] == u) return;
+  }
+  if (k->n == k->cap) {
+    int nc = k->cap ? k->cap * 2 : 2;
+    UOp **nv = arena_alloc_raw(a, sizeof(UOp *) * (size_t)nc);
+    if (k->n) memcpy(nv, k->v, sizeof(UOp *) * (size_t)k->n);
+    k->v = nv, k->cap = nc;
+  }
+  k->v[k->n++] = u;
+  if (!k->set && k->n == 16) {
+    k->set = arena_alloc(a, sizeof *k->set);
+    umap_init(k->set, a);
+    for (int i = 0; i < k->n; i++) uset_add(k->set, k->v[i]);
+  }
+}
 
 /* decision recording for `tgc explain` (schedule.h); off unless a caller sets sched_why */
 SchedWhy *sched_why = NULL;
@@ -147,9 +173,10 @@ static int st_childs(UOp *tr_next, UOp *tr, const ShapeTracker **first) {
 
 typedef struct GFrame { UOp *tr; const ShapeTracker *st; int next; } GFrame;
 
+/* its frames go to scratch and stay until group_realizes pops its own scope: g's group and cache
+ * maps live there too and grow during the walk, so this walk must not pop under them */
 static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
   PtrVec stack;
-  ArenaMark mk = arena_mark(&uctx->scratch);
   vec_init(&stack, &uctx->scratch);
   /* entering a frame: the cache check and the realized-node case, then iterate children */
   GFrame *f0 = arena_alloc(&uctx->scratch, sizeof *f0);
@@ -171,18 +198,10 @@ static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
       }
       f->next = 0;
     }
-    UMap *ch = umap_getp(g->children, f->tr);
-    /* find the next live child entry */
-    int idx = 0; MapEnt *e = NULL;
-    if (ch) {
-      for (MapEnt *it = ch->ents; it < ch->ents + ch->n; it++) {
-        if (!it->key) continue;
-        if (idx++ == f->next) { e = it; break; }
-      }
-    }
-    if (!e) { stack.n--; continue; }
-    f->next++;
-    UOp *tr_next = e->key;
+    const Kids *ch = umap_getp(g->children, f->tr);
+    /* the next child */
+    if (!ch || f->next >= ch->n) { stack.n--; continue; }
+    UOp *tr_next = ch->v[f->next++];
     // max one reduceop per kernel
     if (tr_next->op == OP_REDUCE_AXIS) { group_self(g, WHY_SECOND_REDUCE); stack.n--; continue; }
     // can only fuse contiguous
@@ -192,7 +211,6 @@ static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
     *nf = (GFrame){tr_next, st_concat(f->st, first), -1};
     vec_push(&stack, nf);
   }
-  arena_pop(&uctx->scratch, mk);
 }
 
 static bool gate_not_realized(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
@@ -203,28 +221,31 @@ UMap group_realizes(UOp *sink) {
   UMap realizes = sched_do_realize(sink);
   if (uctx->opt.dont_group_reduces) return realizes;
 
+  // everything below but realizes is scratch, dropped on return
+  Arena *ta = &uctx->scratch;
+  ArenaMark mk = arena_mark(ta);
   // construct children graph (only for bases)
   UMap children, assigns;
-  umap_init(&children, ga());
-  umap_init(&assigns, ga());
-  UList topo = uop_toposort(sink, NULL, NULL);
+  umap_init(&children, ta);
+  umap_init(&assigns, ta);
+  UList topo = uop_toposort_in(ta, sink, NULL, NULL);
   for (int i = 0; i < topo.n; i++) {
     UOp *u = topo.v[i];
     if (u->op == OP_VIEW || u->op == OP_SINK) continue;
     if (u->op == OP_ASSIGN) uset_add(&assigns, u_buf_uop(u));
     for (int j = 0; j < u->nsrc; j++) {
       UOp *b = u_base(u->src[j]);
-      UMap *ch = umap_getp(&children, b);
-      if (!ch) { ch = arena_alloc(ga(), sizeof *ch); umap_init(ch, ga()); umap_put(&children, b, ch); }
-      uset_add(ch, u);
+      Kids *ch = umap_getp(&children, b);
+      if (!ch) { ch = arena_alloc(ta, sizeof *ch); umap_put(&children, b, ch); }
+      kids_add(ta, ch, u);
     }
   }
 
   // find all reduces, and pair them to a elementwise op. if they can't be cleanly paired, force realize the reduce (or a contig child)
   UMap reduce_for_op;
-  umap_init(&reduce_for_op, ga());
+  umap_init(&reduce_for_op, ta);
   PtrVec double_reduces;
-  vec_init(&double_reduces, ga());
+  vec_init(&double_reduces, ta);
   for (int i = 0; i < topo.n; i++) {
     UOp *r = topo.v[i];
     if (r->op != OP_REDUCE_AXIS) continue;
@@ -233,15 +254,15 @@ UMap group_realizes(UOp *sink) {
       vec_push(&double_reduces, r);
     if (umap_has(&realizes, r)) continue;
     UMap group;
-    umap_init(&group, ga());
+    umap_init(&group, ta);
     GroupCtx g = {.r = r, .rsize = st_size(u_st(r)), .children = &children, .realizes = &realizes,
                   .reduce_for_op = &reduce_for_op, .group = &group};
-    map_init(&g.cache, ga());
+    map_init(&g.cache, ta);
     recursive_group(&g, r, u_st(r));
     // max one reduceop per kernel
     bool can_chase = true;
     MAP_EACH(&group, e) if (umap_has(&reduce_for_op, e->key)) can_chase = false;
-    UList rt = uop_toposort(r, gate_not_realized, &realizes);
+    UList rt = uop_toposort_in(ta, r, gate_not_realized, &realizes);
     for (int j = 0; j < rt.n; j++) {
       UOp *u = rt.v[j];
       if (u->op == OP_REDUCE_AXIS && u_base(u->src[0])->op == OP_CONST) { can_chase = false; break; }
@@ -254,13 +275,13 @@ UMap group_realizes(UOp *sink) {
     // can only fuse assign if no other assign_target is used in the kernel
     if (!forced_realize) {
       UMap targets;
-      umap_init(&targets, ga());
+      umap_init(&targets, ta);
       MAP_EACH(&group, e) if (((UOp *)e->key)->op == OP_ASSIGN) uset_add(&targets, u_buf_uop(e->key));
       if (targets.live) {
         PtrVec parents;
         UMap seen;
-        vec_init(&parents, ga());
-        umap_init(&seen, ga());
+        vec_init(&parents, ta);
+        umap_init(&seen, ta);
         vec_push(&parents, r);
         MAP_EACH(&group, e) vec_push(&parents, e->key);
         /* the outcome is one boolean, so a node reached twice need not be walked twice */
@@ -284,10 +305,9 @@ UMap group_realizes(UOp *sink) {
         // can chase this down to contiguous children
         const ShapeTracker *st = u_st(tr);
         for (;;) {
-          UMap *lst = umap_getp(&children, tr);
-          if (!lst || lst->live != 1) break;
-          UOp *tr_next = NULL;
-          MAP_EACH(lst, e) { tr_next = e->key; break; }
+          const Kids *lst = umap_getp(&children, tr);
+          if (!lst || lst->n != 1) break;
+          UOp *tr_next = lst->v[0];
           const ShapeTracker *first;
           int nst = st_childs(tr_next, tr, &first);
           if (nst > 1) break;
@@ -299,7 +319,7 @@ UMap group_realizes(UOp *sink) {
         // don't cast to higher size before store (tr cannot be realized if forced_realize)
         if (tr->op == OP_CAST && tr->dtype->itemsize > tr->src[0]->dtype->itemsize) tr = u_base(tr->src[0]);
       }
-      umap_init(&group, ga());
+      umap_init(&group, ta);
       uset_add(&group, tr);
       uset_add(&realizes, tr);
       sched_why_note(tr, why);
@@ -309,8 +329,9 @@ UMap group_realizes(UOp *sink) {
   // fuse double reduces with no other child
   for (int i = 0; i < double_reduces.n; i++) {
     UOp *top_reduce = u_base(((UOp *)double_reduces.v[i])->src[0]);
-    UMap *ch = umap_getp(&children, top_reduce);
-    if (ch && ch->live == 1) umap_del(&realizes, top_reduce);
+    const Kids *ch = umap_getp(&children, top_reduce);
+    if (ch && ch->n == 1) umap_del(&realizes, top_reduce);
   }
+  arena_pop(ta, mk);
   return realizes;
 }

@@ -329,10 +329,17 @@ static UOp *rw_create_kernel_contig(const Match *m, void *ctx) { return create_k
 static bool dont_place_in_kernel(Op op) {
   return op == OP_KERNEL || op == OP_ASSIGN || op == OP_BUFFER || op == OP_MSELECT || op == OP_MSTACK || op == OP_MULTI || op == OP_BIND;
 }
+static UOp *append_to_kernel_in(Arena *a, UOp *x);
 static UOp *append_to_kernel(const Match *m, void *ctx) {
-  UOp *x = m_get(m, "x");
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  UOp *r = append_to_kernel_in(&uctx->scratch, m_get(m, "x"));
+  arena_pop(&uctx->scratch, mk);
+  return r;
+}
+/* append_to_kernel's work, its source list in the scratch arena a */
+static UOp *append_to_kernel_in(Arena *a, UOp *x) {
   PtrVec ns;
-  vec_init(&ns, ga());
+  vec_init(&ns, a);
   const Kernel *k = &x->arg->k;
   int nmd = k->nmeta;
   const Meta **md = arena_alloc(ga(), sizeof(Meta *) * (size_t)(nmd + 1));
@@ -351,12 +358,23 @@ static UOp *append_to_kernel(const Match *m, void *ctx) {
       md = nm;
     }
   }
-  /* dedup the new sources */
+  /* dedup the new sources (a set once there are many: a wide fan-out gathers thousands) */
   int n = 0;
-  for (int i = 0; i < ns.n; i++) {
-    bool dup = false;
-    for (int j = 0; j < n; j++) if (ns.v[j] == ns.v[i]) { dup = true; break; }
-    if (!dup) ns.v[n++] = ns.v[i];
+  if (ns.n <= 32) {
+    for (int i = 0; i < ns.n; i++) {
+      bool dup = false;
+      for (int j = 0; j < n; j++) if (ns.v[j] == ns.v[i]) { dup = true; break; }
+      if (!dup) ns.v[n++] = ns.v[i];
+    }
+  } else {
+    UMap seen;
+    umap_init(&seen, a);
+    map_reserve(&seen, ns.n);
+    for (int i = 0; i < ns.n; i++) {
+      bool isnew;
+      map_slot(&seen, ns.v[i], uop_h(ns.v[i]), &isnew);
+      if (isnew) ns.v[n++] = ns.v[i];
+    }
   }
   bool same = n == x->nsrc;
   for (int i = 0; same && i < n; i++) if (ns.v[i] != x->src[i]) same = false;

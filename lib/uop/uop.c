@@ -99,14 +99,14 @@ UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg
   if (!arg) arg = v_none();
   if (!tag) tag = v_none();
   if (!dt) dt = dt_void;
-  if (nsrc > 65535) tg_fail(TG_EINPUT, "a %s with %d sources is more than tgc supports", op_names[op], nsrc);
+  if (nsrc > UOP_MAX_SRC) tg_fail(TG_EINPUT, "a %s with %d sources is more than tgc supports", op_names[op], nsrc);
   uint64_t h = hash_mix(hash_mix(hash_mix(hash_mix(0xC0FFEE, op), dt->id), arg->hash), tag->hash);
   for (int i = 0; i < nsrc; i++) h = hash_mix(h, uop_h(src[i]));
   UProbe p = {op, dt, nsrc, src, arg, tag};
   UOp *f = iset_find(&uctx->uops, h, uop_eq, &p);
   if (f) return f;
   UOp *u = arena_alloc(ga(), sizeof *u);
-  u->op = (uint16_t)op; u->nsrc = (uint16_t)nsrc; u->dtype = dt; u->arg = arg; u->tag = tag; u->hash = h;
+  u->op = (uint16_t)op; u->nsrc = nsrc; u->dtype = dt; u->arg = arg; u->tag = tag; u->hash = h;
   u->src = nsrc ? arena_dup(ga(), src, sizeof(UOp *) * (size_t)nsrc) : NULL;
   u->id = uctx->next_id++;
   iset_add(&uctx->uops, h, u);

@@ -145,8 +145,11 @@ typedef struct MetaList { int n; const Meta *const *m; } MetaList;
 
 /* ---- the UOp ---- */
 struct UOp {
-  uint16_t op; uint16_t nsrc;
+  uint16_t op;
+  uint8_t st_state, dev_state; /* lib/shape: 0 unknown, 1 computed (st_cache, dev_cache) */
+  int32_t nsrc;                /* up to UOP_MAX_SRC (a KERNEL gathering a wide fan-out has many) */
   uint32_t id;                 /* creation order within the context */
+  uint32_t walk;               /* lib/uop toposort: the epoch of the walk that last emitted this node */
   const DType *dtype;
   UOp *const *src;
   const Value *arg, *tag;      /* never NULL: v_none() when absent */
@@ -155,10 +158,10 @@ struct UOp {
   /* lazily computed caches, owned by the stages that fill them */
   const ShapeTracker *st_cache; /* lib/shape: UOp.st (valid when st_state is 1) */
   const Value *dev_cache;      /* lib/shape: UOp._device; axis_cache: UOp.axis */
-  uint8_t st_state, dev_state, axis_state; int32_t axis_cache; /* st_state 0 unknown, 1 computed */
-  uint32_t walk;               /* lib/uop toposort: the epoch of the walk that last emitted this node */
+  int32_t axis_cache; uint8_t axis_state;
   void *cache[2];              /* cache[0]: lib/symbolic (_min_max), cache[1]: lib/symbolic (simplify) */
 };
+#define UOP_MAX_SRC (1 << 28)
 UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
 UOp *uop0(Op op, const DType *dt, const Value *arg);          /* no src */
 UOp *uop1(Op op, const DType *dt, UOp *a, const Value *arg);

@@ -216,29 +216,29 @@ bool map_del(Map *m, const void *key, uint64_t h) {
 void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe) {
   if (!s->cap) return NULL;
   size_t m = s->cap - 1, p = h & m;
-  while (s->slots[p]) {
-    if (s->hashes[p] == h && eq(s->slots[p], probe)) return s->slots[p];
+  while (s->slots[p].p) {
+    if (s->slots[p].h == h && eq(s->slots[p].p, probe)) return s->slots[p].p;
     p = (p + 1) & m;
   }
   return NULL;
 }
 static void iset_grow(ISet *s) {
   size_t nc = s->cap ? s->cap * 2 : 1024;
-  void **ns = calloc(nc, sizeof(void *));
-  uint64_t *nh = calloc(nc, sizeof(uint64_t));
-  if (!ns || !nh) { free(ns); free(nh); tg_fail(TG_EINTERNAL, "out of memory growing intern table"); }
-  for (size_t i = 0; i < s->cap; i++) if (s->slots[i]) {
-    size_t p = s->hashes[i] & (nc - 1);
-    while (ns[p]) p = (p + 1) & (nc - 1);
-    ns[p] = s->slots[i]; nh[p] = s->hashes[i];
+  ISlot *ns = calloc(nc, sizeof *ns);
+  if (!ns) tg_fail(TG_EINTERNAL, "out of memory growing intern table");
+  for (size_t i = 0; i < s->cap; i++) if (s->slots[i].p) {
+    size_t p = s->slots[i].h & (nc - 1);
+    while (ns[p].p) p = (p + 1) & (nc - 1);
+    ns[p] = s->slots[i];
   }
-  free(s->slots); free(s->hashes);
-  s->slots = ns; s->hashes = nh; s->cap = nc;
+  free(s->slots);
+  s->slots = ns; s->cap = nc;
 }
 void iset_add(ISet *s, uint64_t h, void *p) {
   if ((s->n + 1) * 2 > s->cap) iset_grow(s);
   size_t m = s->cap - 1, i = h & m;
-  while (s->slots[i]) i = (i + 1) & m;
-  s->slots[i] = p; s->hashes[i] = h; s->n++;
+  while (s->slots[i].p) i = (i + 1) & m;
+  s->slots[i] = (ISlot){h, p};
+  s->n++;
 }
-void iset_free(ISet *s) { free(s->slots); free(s->hashes); s->slots = NULL; s->hashes = NULL; s->cap = s->n = 0; }
+void iset_free(ISet *s) { free(s->slots); s->slots = NULL; s->cap = s->n = 0; }

@@ -46,7 +46,8 @@ bool map_del(Map *m, const void *key, uint64_t h);
 #define MAP_EACH(m, e) for (MapEnt *e = (m)->ents; e && e < (m)->ents + (m)->n; e++) if (e->key)  /* e && : an empty map has no ents */
 
 /* ---- intern set: open addressing over pointers with caller-given hash and equality ---- */
-typedef struct ISet { void **slots; uint64_t *hashes; size_t cap, n; } ISet;
+typedef struct ISlot { uint64_t h; void *p; } ISlot;  /* hash beside pointer: one cache line per probe */
+typedef struct ISet { ISlot *slots; size_t cap, n; } ISet;
 typedef bool (*IEq)(const void *stored, const void *probe);
 void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe); /* NULL when absent */
 void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backed; iset_free */
