@@ -669,6 +669,13 @@ static const struct { const char *name; size_t off; bool i64; } option_keys[] = 
  * UOp.st would index out of range (an IndexError in tinygrad), then Tensor.kernelize's
  * type_verify(tensor_uop_spec) over the sink's toposort. Shapes are checked row by row in order,
  * so every UOp.st call below is one step deep. */
+/* Variable(name, min, max): the arg every bound computation reads */
+static void verify_define_var(RCtx *R, UOp *u) {
+  const Value *a = u->arg;
+  bool ok = a->kind == V_TUPLE && a->n == 3 && a->items[0]->kind == V_STR;
+  for (int i = 1; ok && i < 3; i++) ok = a->items[i]->kind == V_INT || a->items[i]->kind == V_FLOAT || a->items[i]->kind == V_BOOL;
+  if (!ok) { pset(R, "arg"); rfail(R, "a DEFINE_VAR's arg is [name, min, max], not %s", value_repr(&uctx->scratch, a)); }
+}
 static void verify_bind(RCtx *R, UOp *u) {
   if (u->nsrc != 2 || u->src[0]->op != OP_DEFINE_VAR || u->src[1]->op != OP_CONST) return;
   const Value *va = u->src[0]->arg, *c = u->src[1]->arg;
@@ -709,6 +716,7 @@ static void verify_rows(RCtx *R, Graph *g) {
     UOp *u = g->rows[i];
     R->row = i;
     R->op = op_names[u->op];
+    if (u->op == OP_DEFINE_VAR) verify_define_var(R, u);
     if (u->op == OP_BIND) verify_bind(R, u);
     if (u->op != OP_SINK) verify_st(R, u); /* a SINK's sources differ in shape; tinygrad never asks its st */
     if (u->op == OP_REDUCE_AXIS) verify_reduce_axes(R, u);

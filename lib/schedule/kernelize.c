@@ -418,7 +418,9 @@ static UOp *unbind_view(const Match *m, void *ctx) {
 typedef struct BufList { int n; UOp **v; } BufList;
 static int buflist_index(const BufList *b, UOp *x) {
   for (int i = 0; i < b->n; i++) if (b->v[i] == x) return i;
-  tg_fail(TG_EINTERNAL, "replace_buffers: a BUFFER that is not a kernel source");
+  /* only a malformed graph gets here (e.g. a CONST whose VIEW sits on a BUFFER); tinygrad fails the same way (list.index) */
+  tg_fail(TG_EINPUT, "a kernel reads a %s BUFFER of %s elements that is not one of its sources (a CONST or VIEW on a BUFFER?)",
+          dt_repr(&uctx->scratch, x->dtype), value_repr(&uctx->scratch, x->arg));
 }
 static UOp *rw_assign_to_target(const Match *m, void *ctx) { return m_get(m, "assign")->src[0]; }
 static UOp *rw_mstack_branch0(const Match *m, void *ctx) { return m_get(m, "x")->src[0]; }

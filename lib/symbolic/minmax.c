@@ -91,8 +91,13 @@ static MinMax mm_compute(UOp *u) {
     MinMax a = *mm_cached(u->src[1]), b = *mm_cached(u->src[2]);
     return MM(n_min(a.lo, b.lo), n_max(a.hi, b.hi));
   }
-  if (op == OP_DEFINE_VAR && u->arg->kind == V_TUPLE && u->arg->n > 0)
-    return MM(n_of_value(u->arg->items[1]), n_of_value(u->arg->items[2]));
+  if (op == OP_DEFINE_VAR && u->arg->kind == V_TUPLE && u->arg->n > 0) { /* arg: (name, min, max) */
+    const Value *a = u->arg;
+    bool num = a->n == 3;
+    for (int i = 1; num && i < 3; i++) num = a->items[i]->kind == V_INT || a->items[i]->kind == V_FLOAT || a->items[i]->kind == V_BOOL;
+    if (!num) tg_fail(TG_EINPUT, "a DEFINE_VAR's arg is (name, min, max), not %s", value_repr(&uctx->scratch, a));
+    return MM(n_of_value(a->items[1]), n_of_value(a->items[2]));
+  }
   if (op == OP_RANGE) {
     UOp *s = u->src[0];
     Num hi = dt_is_float(s->dtype) ? n_dtmax(s->dtype) : n_add(mm_cached(s)->hi, n_int(-1)); /* (src[0]-1).vmax */
