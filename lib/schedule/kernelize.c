@@ -846,7 +846,7 @@ typedef struct MapPP { Arena a[2]; int cur; } MapPP;
 static Arena *pp_next(MapPP *pp) {
   if (sched_why) return ga();
   pp->cur ^= 1;
-  arena_free(&pp->a[pp->cur]); /* it held the map before the current one */
+  arena_pop(&pp->a[pp->cur], (ArenaMark){NULL, 0}); /* it held the map before the current one; its first chunk stays */
   return &pp->a[pp->cur];
 }
 static UMap pp_done(MapPP *pp, UMap tm) {

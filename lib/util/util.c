@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 _Thread_local TgTry *tg_try_top;
 _Thread_local TgErr tg_last_error;
@@ -35,17 +36,34 @@ void util_fault_init(void) {
   fault_countdown = s ? atol(s) : -1;
 }
 
-/* a fresh chunk for at least n bytes: the spare one when it fits, else malloc */
+/* A fresh chunk for at least n bytes: the spare one when it fits, else a new one. An arena's
+ * first chunk is 1 MB; later ones double (up to 64 MB) and are 2 MB aligned and advised for
+ * transparent huge pages, so a big compilation takes a page fault per 2 MB instead of per 4 KB
+ * (page faults were a third of scheduling time on model graphs). */
+#define HUGE_PAGE ((size_t)2 << 20)
 static ArenaChunk *arena_grow(Arena *a, size_t n) {
   ArenaChunk *c = a->spare;
   if (c && c->cap >= n) {
     a->spare = NULL;
   } else {
-    size_t cap = n > (1u << 20) ? n : (1u << 20);
     if (fault_countdown >= 0 && fault_countdown-- == 0) tg_fail(TG_EINTERNAL, "out of memory (injected)");
-    c = malloc(sizeof *c + cap);
-    if (!c) tg_fail(TG_EINTERNAL, "out of memory allocating %zu bytes", cap);
-    c->cap = cap;
+    size_t want = a->head ? a->head->cap * 2 : (size_t)1 << 20;
+    if (want > ((size_t)64 << 20)) want = (size_t)64 << 20;
+    if (want < n) want = n;
+    if (!a->head && n <= ((size_t)1 << 20)) {
+      c = malloc(sizeof *c + want);
+      if (!c) tg_fail(TG_EINTERNAL, "out of memory allocating %zu bytes", want);
+      c->cap = want;
+    } else {
+      size_t total = (sizeof *c + want + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+      void *p = NULL;
+      if (total < want || posix_memalign(&p, HUGE_PAGE, total) != 0) tg_fail(TG_EINTERNAL, "out of memory allocating %zu bytes", want);
+#ifdef MADV_HUGEPAGE
+      madvise(p, total, MADV_HUGEPAGE); /* advice only: without THP these are plain pages */
+#endif
+      c = p;
+      c->cap = total - sizeof *c;
+    }
   }
   c->prev = a->head; c->off = 0;
   a->head = c;
