@@ -20,7 +20,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all debug test unit cli-test conformance pytest bench fuzz clean
+.PHONY: all debug test test-asan unit cli-test conformance pytest bench scale leak fuzz clean
 all: $(BUILD)/tgc $(BUILD)/libtgc.a
 
 $(BUILD)/%.o: %.c
@@ -55,12 +55,22 @@ debug:
 	$(MAKE) BUILD=build-debug OPT="-O0 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" all
 
+# the whole test suite on an ASan+UBSan build (build-asan/; any sanitizer report fails it)
+SAN_OPT = -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+test-asan:
+	$(MAKE) BUILD=build-asan OPT="$(SAN_OPT)" LDFLAGS="-fsanitize=address,undefined" test
+
 unit: $(TEST_BIN)
 	@set -e; for t in $(TEST_BIN); do echo "== $$t"; TGC_ORACLE=$(ORACLE) LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp $$t --jobs 2; done
 
 cli-test: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc ORACLE=$(ORACLE) sh tests/cli.sh
 	TGC=$(BUILD)/tgc sh tests/robust.sh
+	TGC=$(BUILD)/tgc ORACLE=$(ORACLE) sh tests/leak.sh
+
+# valgrind over the schedule path (also part of cli-test)
+leak: $(BUILD)/tgc
+	TGC=$(BUILD)/tgc ORACLE=$(ORACLE) sh tests/leak.sh
 
 conformance: $(BUILD)/tgc $(BUILD)/conformance
 	BUILD=$(BUILD) TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE) $(CONFORMANCE_BARS)
@@ -78,6 +88,10 @@ BENCH_N ?= 20
 bench: $(BUILD)/tgc $(BUILD)/bench
 	N=$(BENCH_N) BUILD=$(BUILD) TGC=$(BUILD)/tgc BENCH=$(BUILD)/bench sh tests/bench.sh $(ORACLE)
 
+# million-uop generated graphs: time, peak RSS, kernel counts (tests/scale.sh)
+scale: $(BUILD)/tgc $(BUILD)/bench
+	BUILD=$(BUILD) TGC=$(BUILD)/tgc BENCH=$(BUILD)/bench sh tests/scale.sh
+
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 fuzz:
@@ -89,6 +103,6 @@ fuzz:
 	  -artifact_prefix=build-fuzz/ build-fuzz/corpus testdata/fuzz
 
 clean:
-	rm -rf build build-debug
+	rm -rf build build-debug build-asan
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/cli/tgc.d

@@ -4,9 +4,11 @@
  * parses the text (graph_read_mem, timed as "read") and runs create_schedule (timed as
  * "schedule"), then frees the context, so no interned node or cache survives from one run to the
  * next (the same protocol as tools/tgc_graph.py bench, which reloads the graph for every run).
- * Prints one line: "uops read_ms schedule_ms arena_peak_bytes kernels" with median times. */
+ * Prints one line: "uops read_ms schedule_ms arena_peak_bytes kernels" with median times.
+ * `bench GRAPH N read` only reads (schedule_ms and kernels are then 0). */
 #include "io/graph.h"
 #include "schedule/schedule.h"
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +43,7 @@ static char *slurp(const char *path, size_t *n) {
 }
 
 /* one fresh-context run: parse, schedule; returns 0 or the error code */
-static int run_once(const char *path, const char *text, size_t n, const char *dir, double *tr, double *ts,
+static int run_once(const char *path, const char *text, size_t n, const char *dir, bool read_only, double *tr, double *ts,
                     size_t *peak, int *uops, int *kernels) {
   UCtx *c = uop_ctx_new();
   TgTry t;
@@ -50,11 +52,11 @@ static int run_once(const char *path, const char *text, size_t n, const char *di
     double t0 = now_ms();
     Graph *g = graph_read_mem(path, text, n, dir);
     double t1 = now_ms();
-    Schedule *s = create_schedule(g->sink);
+    Schedule *s = read_only ? NULL : create_schedule(g->sink);
     double t2 = now_ms();
     tg_try_end(&t);
-    *tr = t1 - t0, *ts = t2 - t1;
-    *uops = g->nrows, *kernels = s->nkernels;
+    *tr = t1 - t0, *ts = read_only ? 0 : t2 - t1;
+    *uops = g->nrows, *kernels = s ? s->nkernels : 0;
   } else {
     fprintf(stderr, "bench: %s\n", tg_last_error.msg);
     rc = tg_last_error.code ? tg_last_error.code : 70;
@@ -66,10 +68,11 @@ static int run_once(const char *path, const char *text, size_t n, const char *di
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: bench GRAPH [N]\n");
+    fprintf(stderr, "usage: bench GRAPH [N [read]]\n");
     return 2;
   }
   int reps = argc > 2 ? atoi(argv[2]) : 20;
+  bool read_only = argc > 3 && strcmp(argv[3], "read") == 0;
   if (reps < 1) reps = 1;
   size_t n;
   char *text = slurp(argv[1], &n);
@@ -85,7 +88,7 @@ int main(int argc, char **argv) {
   int uops = 0, kernels = 0;
   for (int i = 0; i < reps; i++) {
     size_t p;
-    int rc = run_once(argv[1], text, n, dir, &tr[i], &ts[i], &p, &uops, &kernels);
+    int rc = run_once(argv[1], text, n, dir, read_only, &tr[i], &ts[i], &p, &uops, &kernels);
     if (rc) return rc;
     if (p > peak) peak = p;
   }

@@ -136,7 +136,7 @@ static inline void batch_add(Batch *b, const char *src, const char *name) {
   if (b->n + l + 1 > b->cap) { b->cap = (b->n + l + 1) * 2; b->text = realloc(b->text, b->cap); }
   memcpy(b->text + b->n, src, l + 1);
   b->n += l;
-  if (b->nmark < 512) { b->mline[b->nmark] = b->lines + 1; snprintf(b->mname[b->nmark++], 96, "%s", name); }
+  if (b->nmark < 512) { b->mline[b->nmark] = b->lines + 1; snprintf(b->mname[b->nmark++], 96, "%.95s", name); }
   for (size_t i = 0; i < l; i++) b->lines += src[i] == '\n';
   b->nk++;
 }
