@@ -92,6 +92,8 @@ static const char compile_help[] =
   "  -o, --output=DIR     the output directory\n"
   "  -MD, --deps          also write DIR/deps.d for make: DIR/model.o DIR/schedule.json depend on GRAPH\n"
   "                       and its .npy data files (include it; see testdata/make/Makefile)\n"
+  "      --threads=N      -t c: split each kernel's outer loop over threads with OpenMP (0: as many\n"
+  "                       as OMP_NUM_THREADS or the cores at run time; default 1, no OpenMP)\n"
   "  -h, --help           display this help and exit\n"
   "\n";
 static const char run_help[] =
@@ -103,6 +105,10 @@ static const char run_help[] =
   "  -o, --output=DIR       where to write outN.npy (default .)\n"
   "      --input=ID=FILE    fill the input BUFFER of graph row ID from FILE (.npy); repeatable\n"
   "      --expect=FILE      compare the outputs with an expect file's outputs (exit 1 on mismatch)\n"
+  "      --threads=N        split each CPU kernel's outer loop over N threads (default: all cores;\n"
+  "                         1 runs serially)\n"
+  "      --repeat=N         after the first run, run the schedule N more times and print the median\n"
+  "                         and fastest wall time (kernels compiled and buffers allocated already)\n"
   "  -h, --help             display this help and exit\n"
   "\n";
 static const char dump_help[] =
@@ -143,7 +149,7 @@ static void print_help(const char *text, bool with_switches) {
 enum {
   O_FUSE_ARANGE = 256, O_FUSE_CONV_BW, O_SPLIT_REDUCEOP, O_RS_THRESHOLD, O_RS_SIZE, O_DONT_REALIZE_EXPAND,
   O_DONT_GROUP_REDUCES, O_MAX_KERNEL_BUFFERS, O_KERNELS, O_MAX_KERNELS, O_JSON, O_INPUT, O_EXPECT, O_STAGE,
-  O_LIST_STAGES, O_VERSION, O_DEPS,
+  O_LIST_STAGES, O_VERSION, O_DEPS, O_THREADS, O_REPEAT,
 };
 #define SWITCH_OPTS                                                                                     \
   {"fuse-arange", required_argument, 0, O_FUSE_ARANGE}, {"fuse-conv-bw", required_argument, 0, O_FUSE_CONV_BW}, \
@@ -355,7 +361,8 @@ static void write_deps(const char *path, const char *dir) {
 
 static int cmd_compile(int argc, char **argv) {
   static const struct option lo[] = {{"target", required_argument, 0, 't'}, {"output", required_argument, 0, 'o'},
-                                     {"deps", no_argument, 0, O_DEPS}, {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
+                                     {"deps", no_argument, 0, O_DEPS}, {"threads", required_argument, 0, O_THREADS},
+                                     {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
   Overrides ov = {{0}, {0}};
   const char *target = NULL, *out = NULL;
   bool deps = false;
@@ -370,6 +377,14 @@ static int cmd_compile(int argc, char **argv) {
       break;
     case 'o': out = optarg; break;
     case O_DEPS: deps = true; break;
+    case O_THREADS: {
+      char *end;
+      errno = 0;
+      long v = strtol(optarg, &end, 10);
+      if (errno || end == optarg || *end || v < 0 || v > 1024) misuse("--threads needs a count, not '%s'", optarg);
+      driver_compile_threads((int)v);
+      break;
+    }
     case 'h': print_help(compile_help, true); return 0;
     default: bad_option(c, argv);
     }
@@ -389,7 +404,9 @@ static int cmd_compile(int argc, char **argv) {
 static int cmd_run(int argc, char **argv) {
   static const struct option lo[] = {{"device", required_argument, 0, 'd'}, {"output", required_argument, 0, 'o'},
                                      {"input", required_argument, 0, O_INPUT}, {"expect", required_argument, 0, O_EXPECT},
+                                     {"threads", required_argument, 0, O_THREADS}, {"repeat", required_argument, 0, O_REPEAT},
                                      {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
+  DriverRunOpts ro = {0, 0};
   Overrides ov = {{0}, {0}};
   const char *device = NULL, *out = ".", *expect = NULL;
   static DriverInput inputs[256];
@@ -417,6 +434,16 @@ static int cmd_run(int argc, char **argv) {
       break;
     }
     case O_EXPECT: expect = optarg; break;
+    case O_THREADS:
+    case O_REPEAT: {
+      char *end;
+      errno = 0;
+      long v = strtol(optarg, &end, 10);
+      if (errno || end == optarg || *end || v < (c == O_THREADS) || v > (c == O_THREADS ? 1024 : 1000000))
+        misuse("--%s needs a count, not '%s'", c == O_THREADS ? "threads" : "repeat", optarg);
+      if (c == O_THREADS) ro.threads = (int)v; else ro.repeat = (int)v;
+      break;
+    }
     case 'h': print_help(run_help, true); return 0;
     default: bad_option(c, argv);
     }
@@ -425,6 +452,7 @@ static int cmd_run(int argc, char **argv) {
   if (!device) misuse("-d cpu|opencl|cuda is required");
   Graph *g = read_graph(path, &ov);
   Expect *x = expect ? expect_read_file(expect) : NULL;
+  driver_run_options(ro);
   driver_set_inputs(g, ninputs, inputs);
   double t0 = now_ms();
   Schedule *s = driver_schedule(g);
@@ -435,6 +463,7 @@ static int cmd_run(int argc, char **argv) {
   if (expect) input_paths[ninputs + 1] = expect;
   driver_write_outputs(r, out, ninputs + 1 + (expect != NULL), input_paths);
   fprintf(stderr, "%d kernels run, %d outputs written to %s in %.1f ms\n", r->nkernels, r->noutputs, out, t1 - t0);
+  if (r->nrepeat) fprintf(stderr, "schedule run %d more times: median %.3f ms, fastest %.3f ms\n", r->nrepeat, r->ms_median, r->ms_min);
   if (x) {
     char why[1024];
     if (!driver_compare(r, x, why, sizeof why)) {

@@ -103,6 +103,15 @@ expect 0 "compile -t c" "$TGC" compile "$G" -t c -o "$tmp/c"
 for f in schedule.json model.h model.c Makefile.inc; do [ -f "$tmp/c/$f" ] && ok || bad "compile wrote no $f"; done
 expect 0 "run -d cpu --expect" "$TGC" run "$M" -d cpu -o "$tmp/r" --expect "${M%.graph.json}.expect.json"
 [ -f "$tmp/r/out0.npy" ] && ok || bad "run wrote no out0.npy"
+# threads and timing: serial and 2-thread runs both match; --repeat prints the reruns' median
+expect 0 "run --threads 1 --repeat 3" "$TGC" run "$M" -d cpu -o "$tmp/r1" --threads 1 --repeat 3 --expect "${M%.graph.json}.expect.json"
+contains "$tmp/err" "schedule run 3 more times: median" "run --repeat timing"
+expect 0 "run --threads 2" "$TGC" run "$M" -d cpu -o "$tmp/r2" --threads 2 --expect "${M%.graph.json}.expect.json"
+expect 2 "run --threads 0" "$TGC" run "$M" -d cpu --threads 0
+expect 2 "run --repeat x" "$TGC" run "$M" -d cpu --repeat x
+expect 0 "compile -t c --threads 2" "$TGC" compile "$M" -t c -o "$tmp/ct" --threads 2
+if grep -q "#pragma omp parallel for num_threads(2)" "$tmp"/ct/r_*.c && grep -q -- "-fopenmp" "$tmp/ct/Makefile.inc"; then ok; else bad "compile --threads 2: no OpenMP loop or flag"; fi
+if grep -q "#pragma omp" "$tmp"/c/*.c; then bad "compile without --threads emitted OpenMP"; else ok; fi
 # an output that is a broadcast CONST (no kernel, no buffer) is still written, with its shape
 K=$(ls "$ORACLE"/schedule/test_ops.TestOps_test_add.3.*.graph.json | head -1)
 expect 0 "run a constant output" "$TGC" run "$K" -d cpu -o "$tmp/k"

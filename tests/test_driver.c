@@ -124,9 +124,12 @@ static void fill_missing_inputs(Graph *g) {
 }
 /* build the bundle of g in DIR with tests/aot/driver.c, feed it g's data and compare its outputs
  * with the nout expected (dtype, bytes) pairs; 1 pass, 0 fail */
+static bool aot_omp; /* build the bundles with --threads 0 (OpenMP) */
 static int aot_build_run(Graph *g, Schedule *s, const char *dir, int nout, const DType *const *edt, const void *const *eb, const size_t *en,
                          char *why, size_t wn) {
+  driver_compile_threads(aot_omp ? 0 : 1);
   driver_compile_c(g, s, dir);
+  driver_compile_threads(1);
   /* CASE.h, INPUTS.bin, EXPECT.bin */
   char *hdr = "#define AOT_IN_BYTES {", *inb = arena_alloc(ga(), 1);
   size_t inn = 0;
@@ -158,10 +161,11 @@ static int aot_build_run(Graph *g, Schedule *s, const char *dir, int nout, const
   hdr = arena_printf(ga(), "%s}\n#define AOT_OUT_BYTES %s%s}\n#define AOT_OUT_KIND %s%s}\n", hdr, ob, nout ? "" : "0", ok, nout ? "" : "0");
   char *hp = arena_printf(ga(), "%s.case.h", dir), *ip = arena_printf(ga(), "%s.in.bin", dir), *ep = arena_printf(ga(), "%s.exp.bin", dir);
   cr_assert(corpus_write_bytes(hp, hdr, strlen(hdr)) && corpus_write_bytes(ip, inb, inn) && corpus_write_bytes(ep, exb, exn));
-  char *cmd = arena_printf(ga(), "cd '%s' && cc -O2 -Wall -Wextra -Werror -c *.c >'%s.cc.log' 2>&1 && "
-                                 "cc -O2 -Wall -Werror -I'%s' -include '%s' '%s/tests/aot/driver.c' '%s'/*.c -o '%s.exe' -lm >>'%s.cc.log' 2>&1 && "
+  const char *omp = aot_omp ? " -fopenmp" : "";
+  char *cmd = arena_printf(ga(), "cd '%s' && cc -O2%s -Wall -Wextra -Werror -c *.c >'%s.cc.log' 2>&1 && "
+                                 "cc -O2%s -Wall -Werror -I'%s' -include '%s' '%s/tests/aot/driver.c' '%s'/*.c -o '%s.exe' -lm >>'%s.cc.log' 2>&1 && "
                                  "'%s.exe' '%s' '%s' >>'%s.cc.log' 2>&1",
-                           dir, dir, dir, hp, src_root(), dir, dir, dir, dir, ip, ep, dir);
+                           dir, omp, dir, omp, dir, hp, src_root(), dir, dir, dir, dir, ip, ep, dir);
   int st = system(cmd);
   int res = WIFEXITED(st) && WEXITSTATUS(st) == 0;
   if (!res) {
@@ -246,6 +250,34 @@ Test(driver, aot_bundle_all, .timeout = 600) {
   cr_log_info("aot: %d of %d numeric bundles match", pass, n);
   cr_expect_geq(n, 38);
   cr_expect_eq(pass, n, "%d of %d bundles match", pass, n);
+  uop_ctx_free(top);
+}
+/* the same bundles with their kernels' outer loops split over threads (compile --threads 0, built
+ * with -fopenmp, 2 threads): every numeric case still matches, and the big kernels got the pragma */
+Test(driver, aot_bundle_threads, .timeout = 600) {
+  UCtx *top = uop_ctx_new();
+  setenv("OMP_NUM_THREADS", "2", 1);
+  aot_omp = true;
+  char **names;
+  int n = list_cases("numeric", &names), pass = 0, omp = 0;
+  for (int i = 0; i < n; i++) {
+    char why[1024] = "";
+    if (aot_case(names[i], why, sizeof why) == 1) pass++;
+    else cr_log_warn("%s: %s", names[i], why);
+    DIR *d = opendir(arena_printf(ga(), "%s/%s", tmpdir(), names[i]));
+    for (struct dirent *e; d && (e = readdir(d));) {
+      size_t l = strlen(e->d_name);
+      if (l < 3 || strcmp(e->d_name + l - 2, ".c") || !strcmp(e->d_name, "model.c")) continue;
+      size_t ln;
+      char *t = read_file(ga(), arena_printf(ga(), "%s/%s/%s", tmpdir(), names[i], e->d_name), &ln);
+      if (t && strstr(t, "#pragma omp parallel for")) omp++;
+    }
+    if (d) closedir(d);
+  }
+  aot_omp = false;
+  cr_log_info("aot with threads: %d of %d numeric bundles match, %d kernels use OpenMP", pass, n, omp);
+  cr_expect_eq(pass, n, "%d of %d threaded bundles match", pass, n);
+  cr_expect_gt(omp, 0, "no kernel got an OpenMP loop");
   uop_ctx_free(top);
 }
 /* multi-device bundles: each device's buffers are their own allocations (one per shard of a

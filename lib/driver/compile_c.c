@@ -262,10 +262,15 @@ void model_emit_run(Sb *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
   *out = c;
 }
 
+static int compile_threads = 1;
+void driver_compile_threads(int threads) { compile_threads = threads; }
+
 int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
   Arena *a = ga();
   ModelPlan mp;
-  model_plan(&mp, g, s, &render_c);
+  RenderBackend cbe = render_c_threads(compile_threads);
+  const RenderBackend *be = &cbe;
+  model_plan(&mp, g, s, be);
   CModel m = mp.m;
   int nprog = mp.nprog, nout = mp.nout;
   const Program **ps = mp.ps;
@@ -314,7 +319,7 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     sb_printf(&c, "#include \"model.h\"\n#include <stdlib.h>\n#include <string.h>\n\n");
     {
       /* the storage typedefs the prototypes use (tg_half, tg_bf16), from the kernels' prelude */
-      const char *pre = render_prelude(a, nprog, ps, &render_c);
+      const char *pre = render_prelude(a, nprog, ps, be);
       for (const char *l = pre; l && *l;) {
         const char *e = strchr(l, '\n');
         size_t len = e ? (size_t)(e - l) : strlen(l);
@@ -323,7 +328,7 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
       }
     }
     sb_printf(&c, "/* the kernels, defined in their own files */\n");
-    for (int i = 0; i < nprog; i++) sb_printf(&c, "%s;\n", prototype(render_function(a, ps[i], &render_c)));
+    for (int i = 0; i < nprog; i++) sb_printf(&c, "%s;\n", prototype(render_function(a, ps[i], be)));
     sb_printf(&c, "\n");
     model_emit_run(&c, &mp, s, false);
     write_or_fail(tmp, "model.c", sb_str(&c));
@@ -334,7 +339,9 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
                    "TGC_MODEL_DIR ?= $(dir $(lastword $(MAKEFILE_LIST)))\n"
                    "TGC_MODEL_KERNELS := ");
     for (int i = 0; i < nprog; i++) sb_printf(&mk, "%s$(TGC_MODEL_DIR)%s", i ? " " : "", mp.files[i]);
-    sb_printf(&mk, "\nTGC_MODEL_CFLAGS ?= -O2\n\n"
+    if (cbe.parallel) sb_printf(&mk, "\n# the kernels split their outer loops over threads with OpenMP: link with -fopenmp too");
+    sb_printf(&mk, "\nTGC_MODEL_CFLAGS ?= -O3%s\n\n", cbe.parallel ? " -fopenmp" : "");
+    sb_printf(&mk, ""
                    "$(TGC_MODEL_DIR)model.o: $(TGC_MODEL_DIR)model.c $(TGC_MODEL_DIR)model.h $(TGC_MODEL_KERNELS)\n"
                    "\t$(CC) $(TGC_MODEL_CFLAGS) -c $(TGC_MODEL_DIR)model.c -o $(TGC_MODEL_DIR)model_run.o\n"
                    "\tfor f in $(TGC_MODEL_KERNELS); do $(CC) $(TGC_MODEL_CFLAGS) -c $$f -o $${f%%.c}.o || exit 1; done\n"

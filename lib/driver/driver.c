@@ -16,6 +16,8 @@
 #include "../runtime/runtime.h"
 #include "../runtime/gpu.h"
 #include <dirent.h>
+#include <time.h>
+#include <unistd.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -211,16 +213,37 @@ const ShapeTracker *concrete_st(const ShapeTracker *st, const VarVals *vv) {
   return st_intern(st->nviews, vs);
 }
 
+static DriverRunOpts run_opts = {1, 0};
+void driver_run_options(DriverRunOpts o) { run_opts = o; }
+static int cpu_threads(void) {
+  if (run_opts.threads > 0) return run_opts.threads;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+static double wall_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static int run_sched(Runtime *rt, Schedule *s, int dev) {
+  return dev == 1 ? rtcl_run_schedule(rt, s) : dev == 2 ? rtcu_run_schedule(rt, s) : rt_run_schedule(rt, s);
+}
+
 /* run s with one of the runtimes: 0 CPU, 1 OpenCL, 2 CUDA */
 static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
   Runtime *rt = rt_new(g);
+  rt->threads = cpu_threads();
   VarVals svv;
   var_vals(s, NULL, &svv);
   rt->nvars = svv.n; rt->vars = svv.vars; rt->vals = svv.vals;
   DriverRun *r = arena_alloc(ga(), sizeof *r);
   TgTry t;
   if (TG_TRY(t)) {
-    r->nkernels = dev == 1 ? rtcl_run_schedule(rt, s) : dev == 2 ? rtcu_run_schedule(rt, s) : rt_run_schedule(rt, s);
+    r->nkernels = run_sched(rt, s, dev);
     UOp *ss = s->sched_sink;
     r->noutputs = ss->nsrc;
     r->outs = arena_alloc(ga(), sizeof *r->outs * (size_t)(ss->nsrc + 1));
@@ -245,6 +268,18 @@ static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
         got = rt_read(rt, ot, -1, o->data, o->nbytes);
       }
       if (got != o->nbytes) tg_fail(TG_EDEVICE, "output %d: read %zu of %zu bytes", i, got, o->nbytes);
+    }
+    if (run_opts.repeat > 0) { /* every kernel is compiled and every buffer allocated by now */
+      double *ms = arena_alloc(ga(), sizeof *ms * (size_t)run_opts.repeat);
+      for (int k = 0; k < run_opts.repeat; k++) {
+        double t0 = wall_ms();
+        run_sched(rt, s, dev);
+        ms[k] = wall_ms() - t0;
+      }
+      qsort(ms, (size_t)run_opts.repeat, sizeof *ms, cmp_double);
+      r->nrepeat = run_opts.repeat;
+      r->ms_min = ms[0];
+      r->ms_median = run_opts.repeat % 2 ? ms[run_opts.repeat / 2] : (ms[run_opts.repeat / 2 - 1] + ms[run_opts.repeat / 2]) / 2;
     }
     tg_try_end(&t);
   } else {

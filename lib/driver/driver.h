@@ -16,7 +16,14 @@
 
 typedef struct DriverInput { int64_t row; const char *path; } DriverInput;   /* --input ROW=PATH */
 typedef struct DriverOut { const DType *dtype; int ndim; int64_t shape[32]; void *data; size_t nbytes; } DriverOut;
-typedef struct DriverRun { int nkernels; int noutputs; DriverOut *outs; } DriverRun;
+typedef struct DriverRun {
+  int nkernels; int noutputs; DriverOut *outs;
+  int nrepeat; double ms_median, ms_min;  /* with repeat > 0: the timed reruns of the schedule */
+} DriverRun;
+/* how `run` executes: threads for CPU kernels (1 serial; 0 all cores), and repeat > 0 reruns the
+ * whole schedule that many times after the first run (whose outputs are the ones kept), timing each */
+typedef struct DriverRunOpts { int threads; int repeat; } DriverRunOpts;
+void driver_run_options(DriverRunOpts o);
 
 /* the schedule of g's sink with g's options (uctx->opt, next_unique past the graph's UNIQUEs) */
 Schedule *driver_schedule(Graph *g);
@@ -41,6 +48,9 @@ bool driver_close_tol(const DType *dt, const void *got, const void *want, size_t
 bool driver_compare(const DriverRun *r, const Expect *x, char *why, size_t wn);
 /* `tgc compile -t c`: write the directory described above; returns the number of kernels */
 int driver_compile_c(Graph *g, Schedule *s, const char *dir);
+/* the bundle's kernels: 1 serial (the default), 0 OpenMP over the outer loop with OpenMP's thread
+ * count at run time, N num_threads(N); with threads Makefile.inc compiles with -fopenmp */
+void driver_compile_threads(int threads);
 /* `tgc compile -t opencl|cuda`: DIR gets NAME.cl / NAME.cu per kernel, schedule.json and host.c (a
  * standalone program running the schedule with the OpenCL API / CUDA driver API + NVRTC, inputs
  * from DIR/inputN.bin, outputs to DIR/outN.bin); returns the number of kernels */

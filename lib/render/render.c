@@ -415,10 +415,56 @@ void render_launch(const Program *p, const RenderBackend *be, RenderLaunch *l) {
   }
 }
 
+RenderBackend render_c_threads(int threads) {
+  RenderBackend be = render_c;
+  be.parallel = threads == 1 ? 0 : threads <= 0 ? -1 : threads;
+  be.simd = be.parallel != 0;
+  return be;
+}
+/* the accumulators of loop i if it can be a simd reduction (see RenderBackend.simd), else NULL:
+ * an innermost loop holding values and float32/64 ADD updates only */
+static const char *simd_accs(R *r, const Program *p, int i) {
+  UOp *loop = p->inst[i].u;
+  const char *names = NULL;
+  for (int k = i + 1; k < p->ninst; k++) {
+    const LInst *in = &p->inst[k];
+    if (in->kind == LK_ENDLOOP && in->u == loop) return names;
+    if (in->kind == LK_LOOP || in->kind == LK_ACC || in->kind == LK_STORE) return NULL;
+    if (in->kind == LK_ACCUM) {
+      const DType *dt = in->u->dtype;
+      if (in->u->arg->op != OP_ADD || (dt->scalar != SC_FLOAT && dt->scalar != SC_DOUBLE) || dt->count != 1) return NULL;
+      const char *an = map_get(&r->names, in->u, uop_h(in->u), NULL);
+      if (!an) return NULL;
+      names = names ? arena_printf(r->a, "%s,%s", names, an) : an;
+    }
+  }
+  return NULL;
+}
+/* the depth-0 loop that may run across threads (NULL: none): alone at its depth, and the kernel
+ * does at least 2^15 innermost iterations (a symbolic bound counts as 16) */
+static UOp *parallel_loop(const Program *p) {
+  UOp *loop = NULL;
+  for (int i = 0; i < p->ninst; i++) {
+    const LInst *in = &p->inst[i];
+    if (in->depth != 0) continue;
+    if (in->kind == LK_LOOP) { if (loop) return NULL; loop = in->u; }
+    else if (in->kind == LK_ACC || in->kind == LK_ACCUM || in->kind == LK_STORE) return NULL;
+  }
+  if (!loop || (loop->src[0]->op == OP_CONST && loop->src[0]->arg->i < 2)) return NULL;
+  double work = 1;
+  for (int i = 0; i < p->ninst; i++)
+    if (p->inst[i].kind == LK_LOOP) {
+      UOp *e = p->inst[i].u->src[0];
+      work *= e->op == OP_CONST ? (double)e->arg->i : 16.0;
+    }
+  return work >= 32768 ? loop : NULL;
+}
+
 char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
   R r = {.a = a, .be = be, .p = p};
   RenderLaunch launch;
   render_launch(p, be, &launch);
+  UOp *ploop = be->parallel ? parallel_loop(p) : NULL;
   map_init(&r.names, a); map_init(&r.uses, a); map_init(&r.usedepth, a);
   for (int i = 0; i < p->ninst; i++) {
     const LInst *in = &p->inst[i];
@@ -453,6 +499,14 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       int li = -1;
       for (int k = 0; k < launch.n; k++) if (launch.loops[k] == u) li = k;
       if (li >= 0) { sb_printf(&b, "int %s = (int)%s; if (%s < %s) {\n", rn, be->gid[launch.dim[li]], rn, nm(&r, u->src[0])); break; }
+      if (u == ploop) {
+        if (be->parallel > 0) sb_printf(&b, "#pragma omp parallel for num_threads(%d)\n", be->parallel);
+        else sb_str(&b, "#pragma omp parallel for\n");
+        sb_indent(&b, d);
+      } else if (be->simd) {
+        const char *accs = simd_accs(&r, p, i);
+        if (accs) { sb_printf(&b, "#pragma omp simd reduction(+:%s)\n", accs); sb_indent(&b, d); }
+      }
       sb_printf(&b, "for (int %s = 0; %s < %s; %s++) {\n", rn, rn, nm(&r, u->src[0]), rn);
       break;
     }

@@ -34,7 +34,18 @@ typedef struct RenderBackend {
   const char *store16[2];      /* printf format: the statement storing float %3$s to element %2$s of buffer %1$s */
   const char *round16[2];      /* printf format: float %s rounded to the type (NULL: the prelude's tg_hr/tg_br) */
   const char *include16[2];    /* prelude line the type needs ("#include <cuda_fp16.h>\n") */
+  /* C backend: split the kernel's outermost output loop across threads with OpenMP (compile with
+   * -fopenmp): 0 no, -1 "#pragma omp parallel for" (the thread count is OMP_NUM_THREADS'), N > 1
+   * num_threads(N). Only a loop that is alone at depth 0 (no accumulator or store beside it, the
+   * same test as a GPU launch dimension) and kernels with enough work get it. */
+  int parallel;
+  /* C backend: an innermost reduce loop that only sums into float accumulators gets "#pragma omp
+   * simd reduction(+:acc...)" (compile with -fopenmp-simd or -fopenmp), which lets the compiler
+   * vectorize the sum (reassociating it, as tinygrad's UNROLL/GROUP opts do) */
+  bool simd;
 } RenderBackend;
+/* the C backend with parallel set (threads: 1 none, 0 OpenMP's default count, N); simd with it */
+RenderBackend render_c_threads(int threads);
 extern const RenderBackend render_c;
 /* the C-family scalar type of a value of d (half/bfloat16 are held as float); bool_name spells
  * bool ("_Bool" in C, "bool" in CUDA); who names the renderer in the error for unknown types */

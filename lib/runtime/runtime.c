@@ -41,6 +41,7 @@ Runtime *rt_new(const Graph *g) {
   rt->cache_dir = x && *x ? arena_printf(a, "%s/tgc", x) : arena_printf(a, "%s/.cache/tgc", h && *h ? h : "/tmp");
   const char *cc = getenv("TGC_CC");
   rt->cc = cc && *cc ? cc : "cc";
+  rt->threads = 1;
   return rt;
 }
 
@@ -71,8 +72,17 @@ static bool write_all(const char *path, const char *s) {
 
 RtKernel *rt_compile(Runtime *rt, const Program *p) {
   Arena *a = rt->a;
-  char *src = arena_printf(a, "%s\n%s", render_kernel(a, p, &render_c), render_c_entry(a, p));
+  RenderBackend be = render_c_threads(rt->threads);
+  be.simd = true; /* compiled with -fopenmp-simd at least */
+  char *src = arena_printf(a, "%s\n%s", render_kernel(a, p, &be), render_c_entry(a, p));
+  bool omp = strstr(src, "#pragma omp parallel") != NULL, simd = strstr(src, "#pragma omp simd") != NULL;
+  /* the machine's own instructions (-march=native, as tinygrad's CPU backend), but no contraction
+   * into FMAs, so values stay those of the portable bundle; the flags are part of the cache key */
+  const char *flags[] = {"-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC", "-fwrapv", "-w",
+                         omp ? "-fopenmp" : simd ? "-fopenmp-simd" : NULL};
+  int nflags = omp || simd ? 8 : 7;
   uint64_t h = hash_bytes(src, strlen(src), 0x7467630a);
+  for (int i = 0; i < nflags; i++) h = hash_bytes(flags[i], strlen(flags[i]), h);
   mkdirs(rt->cache_dir);
   char *so = arena_printf(a, "%s/k_%016llx.so", rt->cache_dir, (unsigned long long)h);
   struct stat sb;
@@ -83,7 +93,12 @@ RtKernel *rt_compile(Runtime *rt, const Program *p) {
     char *tmpso = arena_printf(a, "%s/k_%016llx.%d.so", rt->cache_dir, (unsigned long long)h, pid);
     char *errf = arena_printf(a, "%s/k_%016llx.%d.err", rt->cache_dir, (unsigned long long)h, pid);
     if (!write_all(cfile, src)) tg_fail(TG_EDEVICE, "kernel %s: can't write %s: %s", p->name, cfile, strerror(errno));
-    char *argv[] = {(char *)rt->cc, "-O2", "-shared", "-fPIC", "-fwrapv", "-w", "-o", tmpso, cfile, "-lm", NULL};
+    char *argv[16];
+    int na = 0;
+    argv[na++] = (char *)rt->cc;
+    for (int i = 0; i < nflags; i++) argv[na++] = (char *)flags[i];
+    argv[na++] = "-o"; argv[na++] = tmpso; argv[na++] = cfile; argv[na++] = "-lm";
+    argv[na] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -106,7 +121,9 @@ RtKernel *rt_compile(Runtime *rt, const Program *p) {
     if (rename(tmpso, so) != 0) { unlink(tmpso); tg_fail(TG_EDEVICE, "kernel %s: can't install %s: %s", p->name, so, strerror(errno)); }
     rt->ncompiled++;
   }
-  void *hd = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  /* an OpenMP kernel stays loaded: its libgomp worker threads outlive the parallel region, and
+   * unloading libgomp under them (dlclose at rt_free) would crash them */
+  void *hd = dlopen(so, RTLD_NOW | RTLD_LOCAL | (omp ? RTLD_NODELETE : 0));
   if (!hd) tg_fail(TG_EDEVICE, "kernel %s: dlopen: %s", p->name, dlerror());
   vec_push(&rt->handles, hd);
   RtKernel *k = arena_alloc(a, sizeof *k);

@@ -21,6 +21,7 @@ typedef struct Runtime {
   const Graph *graph;       /* data for input BUFFERs, may be NULL */
   const char *cache_dir;
   const char *cc;           /* $TGC_CC or "cc" */
+  int threads;              /* kernels split their outer loop over this many threads (1: serial) */
   int ncompiled, ncached;   /* compiler runs / cache hits, for tests and -v */
   int nvars; UOp *const *vars; const int64_t *vals; /* the schedule's variable values (symbolic BUFFER_VIEWs) */
   PtrVec handles, owned;
