@@ -20,7 +20,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all debug test test-asan unit cli-test conformance pytest bench scale leak fuzz clean
+.PHONY: all debug test test-asan unit cli-test conformance pytest bench bench-kernels scale leak fuzz clean
 all: $(BUILD)/tgc $(BUILD)/libtgc.a
 
 $(BUILD)/%.o: %.c
@@ -87,6 +87,12 @@ $(BUILD)/bench: tests/bench.c $(BUILD)/libtgc.a
 BENCH_N ?= 20
 bench: $(BUILD)/tgc $(BUILD)/bench
 	N=$(BENCH_N) BUILD=$(BUILD) TGC=$(BUILD)/tgc BENCH=$(BUILD)/bench sh tests/bench.sh $(ORACLE)
+
+# kernel speed: tgc run -d cpu vs tinygrad 0.11.0 CPU vs numpy (tools/kbench.py); KBENCH_ARGS e.g.
+# "--only matmul_512 --repeat 20 --threads 1"
+KBENCH_ARGS ?=
+bench-kernels: $(BUILD)/tgc
+	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 tools/kbench.py --tgc $(BUILD)/tgc $(KBENCH_ARGS)
 
 # million-uop generated graphs: time, peak RSS, kernel counts (tests/scale.sh)
 scale: $(BUILD)/tgc $(BUILD)/bench
