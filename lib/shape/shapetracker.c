@@ -39,6 +39,8 @@ const ShapeTracker *st_simplify(const ShapeTracker *st) {
   return st;
 }
 const ShapeTracker *st_concat(const ShapeTracker *a, const ShapeTracker *b) {
+  /* unwrap(x.st) in tinygrad: only a malformed graph (e.g. a CONST whose source is not a VIEW) gets here */
+  if (!a || !b) tg_fail(TG_EINPUT, "a UOp without a ShapeTracker where the scheduler needs one (a CONST or DEFINE_VAR without a VIEW source?)");
   const ShapeTracker *ret = a;  // one view at a time = better simplification
   for (int i = 0; i < b->nviews; i++) ret = st_simplify(st_push(ret, b->views[i]));
   return ret;
