@@ -421,8 +421,30 @@ RenderBackend render_c_threads(int threads) {
   be.simd = be.parallel != 0;
   return be;
 }
+/* the coefficient of range in the index expression u: 0 when u does not use it, -1 when u is not
+ * linear in it (products of it with non-constants, divisions, ...) */
+static int64_t range_coef(UOp *u, UOp *range, int depth) {
+  if (u == range) return 1;
+  if (u->op == OP_CONST || u->op == OP_DEFINE_VAR || depth > 64) return depth > 64 ? -1 : 0;
+  if (u->op == OP_RANGE) return 0;
+  if (u->op == OP_ADD) {
+    int64_t a = range_coef(u->src[0], range, depth + 1), b = range_coef(u->src[1], range, depth + 1);
+    return a < 0 || b < 0 ? -1 : a + b;
+  }
+  if (u->op == OP_MUL) {
+    int64_t a = range_coef(u->src[0], range, depth + 1), b = range_coef(u->src[1], range, depth + 1);
+    if (a < 0 || b < 0) return -1;
+    if (!a && !b) return 0;
+    UOp *k = a ? u->src[1] : u->src[0];
+    return k->op == OP_CONST && k->arg->kind == V_INT && k->arg->i >= 0 ? (a ? a : b) * k->arg->i : -1;
+  }
+  for (int i = 0; i < u->nsrc; i++) if (range_coef(u->src[i], range, depth + 1) != 0) return -1;
+  return 0;
+}
 /* the accumulators of loop i if it can be a simd reduction (see RenderBackend.simd), else NULL:
- * an innermost loop holding values and float32/64 ADD updates only */
+ * an innermost loop holding values and float32/64 ADD updates only, whose loads step by 0 or 1
+ * element per iteration (a strided walk, like a matmul's column, vectorizes badly and blocks the
+ * compiler's own loop interchange) */
 static const char *simd_accs(R *r, const Program *p, int i) {
   UOp *loop = p->inst[i].u;
   const char *names = NULL;
@@ -430,6 +452,10 @@ static const char *simd_accs(R *r, const Program *p, int i) {
     const LInst *in = &p->inst[k];
     if (in->kind == LK_ENDLOOP && in->u == loop) return names;
     if (in->kind == LK_LOOP || in->kind == LK_ACC || in->kind == LK_STORE) return NULL;
+    if (in->kind == LK_VALUE && in->u->op == OP_LOAD && in->u->src[0]->op == OP_INDEX) {
+      int64_t c = range_coef(in->u->src[0]->src[1], loop, 0);
+      if (c != 0 && c != 1) return NULL;
+    }
     if (in->kind == LK_ACCUM) {
       const DType *dt = in->u->dtype;
       if (in->u->arg->op != OP_ADD || (dt->scalar != SC_FLOAT && dt->scalar != SC_DOUBLE) || dt->count != 1) return NULL;
