@@ -22,6 +22,11 @@ static UOp *special_size_uop(UOp *u) {
 /* the sources _min_max reads for u; returns how many were written to kids (or -1: all of src) */
 static int mm_kids(UOp *u, UOp **kids) {
   Op op = (Op)u->op;
+  /* a malformed graph can put an ADD with one source (or a BIND, WHERE, RANGE without theirs)
+   * into a symbolic shape: tinygrad's _min_max would index past the sources too */
+  int need = op_in(op, G_BINARY) && !dt_is_float(u->dtype) ? 2 : op == OP_WHERE && dt_is_int(u->dtype) ? 3
+           : op == OP_RANGE || op == OP_BIND || (op == OP_CAST && is_sint_or_float_scalar(u->dtype)) ? 1 : 0;
+  if (u->nsrc < need) tg_fail(TG_EINPUT, "a %s with %d sources in a symbolic expression (it needs %d)", op_names[op], u->nsrc, need);
   if (op_in(op, G_BINARY) && !dt_is_float(u->dtype)) { kids[0] = u->src[0]; kids[1] = u->src[1]; return 2; }
   if (op == OP_WHERE && dt_is_int(u->dtype)) { kids[0] = u->src[1]; kids[1] = u->src[2]; return 2; }
   if (op == OP_DEFINE_VAR) return 0;
