@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define TGC_VERSION "0.1.0"
 
@@ -218,11 +217,6 @@ static _Noreturn void die_from_error(void) {
   else fprintf(stderr, "tgc: %s\n", tg_last_error.msg);
   exit(code ? code : TG_EINTERNAL);
 }
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 static Graph *read_graph(const char *path, const Overrides *ov) {
   Graph *g = graph_read_file(path);
   apply_overrides(ov, &uctx->opt);
@@ -259,9 +253,9 @@ static int cmd_schedule(int argc, char **argv) {
   }
   const char *path = need_graph(argc, argv);
   Graph *g = read_graph(path, &ov);
-  double t0 = now_ms();
+  double t0 = tg_now_ms();
   Schedule *s = create_schedule(g->sink);
-  double t1 = now_ms();
+  double t1 = tg_now_ms();
   write_out(out, schedule_write_json(ga(), s, g, NULL, NULL));
   fprintf(stderr, "%d kernels (%d copies, %d views) from %d uops in %.1f ms\n", s->nkernels, s->ncopies, s->nviews, g->nrows, t1 - t0);
   return 0;
@@ -377,14 +371,7 @@ static int cmd_compile(int argc, char **argv) {
       break;
     case 'o': out = optarg; break;
     case O_DEPS: deps = true; break;
-    case O_THREADS: {
-      char *end;
-      errno = 0;
-      long v = strtol(optarg, &end, 10);
-      if (errno || end == optarg || *end || v < 0 || v > 1024) misuse("--threads needs a count, not '%s'", optarg);
-      driver_compile_threads((int)v);
-      break;
-    }
+    case O_THREADS: driver_compile_threads((int)parse_num("threads", optarg, 0, 1024)); break;
     case 'h': print_help(compile_help, true); return 0;
     default: bad_option(c, argv);
     }
@@ -393,11 +380,11 @@ static int cmd_compile(int argc, char **argv) {
   if (!target) misuse("-t c|opencl|cuda is required");
   if (!out) misuse("-o DIR is required");
   Graph *g = read_graph(path, &ov);
-  double t0 = now_ms();
+  double t0 = tg_now_ms();
   Schedule *s = driver_schedule(g);
   int nk = strcmp(target, "c") ? driver_compile_gpu(g, s, out, target) : driver_compile_c(g, s, out);
   if (deps) write_deps(path, out);
-  fprintf(stderr, "%d kernels (%d copies, %d views) compiled into %s in %.1f ms\n", nk, s->ncopies, s->nviews, out, now_ms() - t0);
+  fprintf(stderr, "%d kernels (%d copies, %d views) compiled into %s in %.1f ms\n", nk, s->ncopies, s->nviews, out, tg_now_ms() - t0);
   return 0;
 }
 
@@ -434,16 +421,8 @@ static int cmd_run(int argc, char **argv) {
       break;
     }
     case O_EXPECT: expect = optarg; break;
-    case O_THREADS:
-    case O_REPEAT: {
-      char *end;
-      errno = 0;
-      long v = strtol(optarg, &end, 10);
-      if (errno || end == optarg || *end || v < (c == O_THREADS) || v > (c == O_THREADS ? 1024 : 1000000))
-        misuse("--%s needs a count, not '%s'", c == O_THREADS ? "threads" : "repeat", optarg);
-      if (c == O_THREADS) ro.threads = (int)v; else ro.repeat = (int)v;
-      break;
-    }
+    case O_THREADS: ro.threads = (int)parse_num("threads", optarg, 1, 1024); break;
+    case O_REPEAT: ro.repeat = (int)parse_num("repeat", optarg, 0, 1000000); break;
     case 'h': print_help(run_help, true); return 0;
     default: bad_option(c, argv);
     }
@@ -454,11 +433,11 @@ static int cmd_run(int argc, char **argv) {
   Expect *x = expect ? expect_read_file(expect) : NULL;
   driver_run_options(ro);
   driver_set_inputs(g, ninputs, inputs);
-  double t0 = now_ms();
+  double t0 = tg_now_ms();
   Schedule *s = driver_schedule(g);
   driver_check_inputs(g, s);
   DriverRun *r = driver_run_device(g, s, device);
-  double t1 = now_ms();
+  double t1 = tg_now_ms();
   input_paths[ninputs] = path; /* the graph file is an input too (input_paths has room for it) */
   if (expect) input_paths[ninputs + 1] = expect;
   driver_write_outputs(r, out, ninputs + 1 + (expect != NULL), input_paths);

@@ -12,21 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_dbl);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 static char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -49,11 +35,11 @@ static int run_once(const char *path, const char *text, size_t n, const char *di
   TgTry t;
   int rc = 0;
   if (TG_TRY(t)) {
-    double t0 = now_ms();
+    double t0 = tg_now_ms();
     Graph *g = graph_read_mem(path, text, n, dir);
-    double t1 = now_ms();
+    double t1 = tg_now_ms();
     Schedule *s = read_only ? NULL : create_schedule(g->sink);
-    double t2 = now_ms();
+    double t2 = tg_now_ms();
     tg_try_end(&t);
     *tr = t1 - t0, *ts = read_only ? 0 : t2 - t1;
     *uops = g->nrows, *kernels = s ? s->nkernels : 0;
@@ -92,7 +78,7 @@ int main(int argc, char **argv) {
     if (rc) return rc;
     if (p > peak) peak = p;
   }
-  printf("%d %.3f %.3f %zu %d\n", uops, median(tr, reps), median(ts, reps), peak, kernels);
+  printf("%d %.3f %.3f %zu %d\n", uops, tg_median(tr, reps), tg_median(ts, reps), peak, kernels);
   free(tr), free(ts), free(text), free(dir);
   return 0;
 }

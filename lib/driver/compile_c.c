@@ -268,8 +268,7 @@ void driver_compile_threads(int threads) { compile_threads = threads; }
 int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
   Arena *a = ga();
   ModelPlan mp;
-  RenderBackend cbe = render_c_threads(compile_threads);
-  const RenderBackend *be = &cbe;
+  const RenderBackend cbe = render_c_threads(compile_threads), *be = &cbe;
   model_plan(&mp, g, s, be);
   CModel m = mp.m;
   int nprog = mp.nprog, nout = mp.nout;
@@ -341,8 +340,7 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     for (int i = 0; i < nprog; i++) sb_printf(&mk, "%s$(TGC_MODEL_DIR)%s", i ? " " : "", mp.files[i]);
     if (cbe.parallel) sb_printf(&mk, "\n# the kernels split their outer loops over threads with OpenMP: link with -fopenmp too");
     sb_printf(&mk, "\nTGC_MODEL_CFLAGS ?= -O3%s\n\n", cbe.parallel ? " -fopenmp" : "");
-    sb_printf(&mk, ""
-                   "$(TGC_MODEL_DIR)model.o: $(TGC_MODEL_DIR)model.c $(TGC_MODEL_DIR)model.h $(TGC_MODEL_KERNELS)\n"
+    sb_printf(&mk, "$(TGC_MODEL_DIR)model.o: $(TGC_MODEL_DIR)model.c $(TGC_MODEL_DIR)model.h $(TGC_MODEL_KERNELS)\n"
                    "\t$(CC) $(TGC_MODEL_CFLAGS) -c $(TGC_MODEL_DIR)model.c -o $(TGC_MODEL_DIR)model_run.o\n"
                    "\tfor f in $(TGC_MODEL_KERNELS); do $(CC) $(TGC_MODEL_CFLAGS) -c $$f -o $${f%%.c}.o || exit 1; done\n"
                    "\t$(LD) -r -o $@ $(TGC_MODEL_DIR)model_run.o $(TGC_MODEL_KERNELS:.c=.o)\n");

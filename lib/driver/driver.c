@@ -16,7 +16,6 @@
 #include "../runtime/runtime.h"
 #include "../runtime/gpu.h"
 #include <dirent.h>
-#include <time.h>
 #include <unistd.h>
 #include <errno.h>
 #include <math.h>
@@ -220,15 +219,6 @@ static int cpu_threads(void) {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? (int)n : 1;
 }
-static double wall_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 static int run_sched(Runtime *rt, Schedule *s, int dev) {
   return dev == 1 ? rtcl_run_schedule(rt, s) : dev == 2 ? rtcu_run_schedule(rt, s) : rt_run_schedule(rt, s);
 }
@@ -272,14 +262,13 @@ static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
     if (run_opts.repeat > 0) { /* every kernel is compiled and every buffer allocated by now */
       double *ms = arena_alloc(ga(), sizeof *ms * (size_t)run_opts.repeat);
       for (int k = 0; k < run_opts.repeat; k++) {
-        double t0 = wall_ms();
+        double t0 = tg_now_ms();
         run_sched(rt, s, dev);
-        ms[k] = wall_ms() - t0;
+        ms[k] = tg_now_ms() - t0;
       }
-      qsort(ms, (size_t)run_opts.repeat, sizeof *ms, cmp_double);
       r->nrepeat = run_opts.repeat;
+      r->ms_median = tg_median(ms, run_opts.repeat); /* sorts ms */
       r->ms_min = ms[0];
-      r->ms_median = run_opts.repeat % 2 ? ms[run_opts.repeat / 2] : (ms[run_opts.repeat / 2 - 1] + ms[run_opts.repeat / 2]) / 2;
     }
     tg_try_end(&t);
   } else {

@@ -795,7 +795,9 @@ static void graph_doc(RCtx *R, const cJSON *root, void *ud) {
  * a bump heap that is reset for the next row. The reader so holds one row's tree, never the
  * document's (cJSON's tree is about 12x its text). On any failure the whole-document reader runs
  * instead and reports: its order of checks (JSON syntax, header, rows) is the one users see. */
-typedef struct Stream { const char *p, *end; JChunk *hdr, *row; UOp **rows; size_t cap; } Stream;
+/* The parse heap (jheap) is the header's while members are read and a heap of its own, emptied
+ * for each row, while the rows are; in_rows says which, for the cleanup after a failure. */
+typedef struct Stream { const char *p, *end; JChunk *hdr; bool in_rows; UOp **rows; size_t cap; } Stream;
 static void s_ws(Stream *S) { while (S->p < S->end && (*S->p == ' ' || *S->p == '\n' || *S->p == '\r' || *S->p == '\t')) S->p++; }
 static bool s_char(Stream *S, char c) {
   s_ws(S);
@@ -803,21 +805,15 @@ static bool s_char(Stream *S, char c) {
   return false;
 }
 static _Noreturn void s_bad(void) { tg_fail(TG_EINPUT, "streaming read failed"); }
-/* one JSON value at S->p, its nodes from *heap, numbers annotated from its own text */
-static cJSON *s_value(Stream *S, JChunk **heap) {
+/* one JSON value at S->p (nodes from jheap), numbers annotated from its own text */
+static cJSON *s_value(Stream *S) {
   s_ws(S);
   const char *b = S->p, *e = NULL;
-  jheap = *heap;
   cJSON *v = cJSON_ParseWithLengthOpts(b, (size_t)(S->end - b), &e, false);
-  *heap = jheap;
-  jheap = NULL;
   if (!v || !e || e <= b || e > S->end) s_bad();
   S->p = e;
   Tok t = {b, e, 0};
-  jheap = *heap;
   annotate_numbers(v, &t);
-  *heap = jheap;
-  jheap = NULL;
   return v;
 }
 static void s_reset(JChunk **heap) { /* keep the newest chunk, emptied */
@@ -833,6 +829,7 @@ static void s_free(JChunk **heap) {
 }
 static void s_rows(RCtx *R, Stream *S) {
   if (!s_char(S, '[')) s_bad();
+  S->hdr = jheap, jheap = NULL, S->in_rows = true;
   R->nrows = 0;
   RowMemo memo = {"", NULL};
   int i = 0;
@@ -846,13 +843,14 @@ static void s_rows(RCtx *R, Stream *S) {
         R->rows = nr;
       }
       if (i == INT32_MAX - 1) s_bad();
-      s_reset(&S->row);
-      cJSON *r = s_value(S, &S->row);
-      read_row(R, r, i, true, &memo);
+      s_reset(&jheap);
+      read_row(R, s_value(S), i, true, &memo);
       if (s_char(S, ']')) { i++; break; }
       if (!s_char(S, ',')) s_bad();
     }
   }
+  s_free(&jheap);
+  jheap = S->hdr, S->hdr = NULL, S->in_rows = false;
   R->rows = arena_alloc(ga(), sizeof(UOp *) * (size_t)(i + 1));
   if (i) memcpy(R->rows, S->rows, sizeof(UOp *) * (size_t)i);
   R->nrows = i;
@@ -860,33 +858,23 @@ static void s_rows(RCtx *R, Stream *S) {
   R->op = NULL;
 }
 static void s_doc(RCtx *R, Stream *S, Graph *g) {
-  jheap = S->hdr;
   cJSON *hdr = cJSON_CreateObject();
-  S->hdr = jheap;
-  jheap = NULL;
   if (!hdr || !s_char(S, '{')) s_bad();
   bool rows = false;
   if (!s_char(S, '}')) {
     for (;;) {
-      cJSON *k = s_value(S, &S->hdr);
+      cJSON *k = s_value(S);
       if (!cJSON_IsString(k) || !s_char(S, ':')) s_bad();
       cJSON *v;
       if (strcmp(k->valuestring, "uops") == 0) {
         if (rows) s_bad();
         rows = true;
         s_rows(R, S);
-        jheap = S->hdr;
         v = cJSON_CreateArray(); /* the rows' place among the members, for check_keys */
-        S->hdr = jheap;
-        jheap = NULL;
       } else {
-        v = s_value(S, &S->hdr);
+        v = s_value(S);
       }
-      jheap = S->hdr;
-      bool ok = v && cJSON_AddItemToObject(hdr, k->valuestring, v);
-      S->hdr = jheap;
-      jheap = NULL;
-      if (!ok) s_bad();
+      if (!v || !cJSON_AddItemToObject(hdr, k->valuestring, v)) s_bad();
       if (s_char(S, '}')) break;
       if (!s_char(S, ',')) s_bad();
     }
@@ -902,7 +890,7 @@ static bool graph_stream(RCtx *R, const char *text, size_t n, Graph *g) {
   static cJSON_Hooks hooks = {jheap_malloc, jheap_free};
   JChunk *outer = jheap;
   jheap = NULL;
-  Stream S = {text, text + n, NULL, NULL, NULL, 0};
+  Stream S = {text, text + n, NULL, false, NULL, 0};
   TgTry t;
   volatile bool ok = false;
   cJSON_InitHooks(&hooks);
@@ -912,8 +900,8 @@ static bool graph_stream(RCtx *R, const char *text, size_t n, Graph *g) {
     ok = true;
   }
   cJSON_InitHooks(NULL);
-  s_free(&S.hdr);
-  s_free(&S.row);
+  s_free(&jheap); /* the header's heap, or the rows' when a row failed */
+  if (S.in_rows) s_free(&S.hdr);
   free(S.rows);
   jheap = outer;
   if (!ok && tg_last_error.code != TG_EINPUT) { /* out of memory and the like: no second try */

@@ -378,6 +378,19 @@ char *render_replace(Arena *a, const char *s, const char *from, const char *to) 
   return b.s;
 }
 
+/* the instruction index of the only loop at depth within [lo, hi) when nothing but values stands
+ * beside it (no accumulator, update or store: every iteration is independent), else -1 */
+static int lone_loop(const Program *p, int lo, int hi, int depth) {
+  int li = -1;
+  for (int i = lo; i < hi; i++) {
+    const LInst *in = &p->inst[i];
+    if (in->depth != depth) continue;
+    if (in->kind == LK_LOOP) { if (li >= 0) return -1; li = i; }
+    else if (in->kind == LK_ACC || in->kind == LK_ACCUM || in->kind == LK_STORE) return -1;
+  }
+  return li;
+}
+
 void render_launch(const Program *p, const RenderBackend *be, RenderLaunch *l) {
   memset(l, 0, sizeof *l);
   for (int k = 0; k < 3; k++) l->size[k] = 1;
@@ -385,15 +398,8 @@ void render_launch(const Program *p, const RenderBackend *be, RenderLaunch *l) {
   int lo = 0, hi = p->ninst, n = 0;
   UOp *loops[3];
   for (int depth = 0; depth < 3; depth++) {
-    int nloop = 0, li = -1;
-    bool other = false;
-    for (int i = lo; i < hi; i++) {
-      const LInst *in = &p->inst[i];
-      if (in->depth != depth) continue;
-      if (in->kind == LK_LOOP) { nloop++; li = i; }
-      else if (in->kind == LK_ACC || in->kind == LK_ACCUM || in->kind == LK_STORE) other = true;
-    }
-    if (nloop != 1 || other || p->inst[li].u->src[0]->op != OP_CONST) break;
+    int li = lone_loop(p, lo, hi, depth);
+    if (li < 0 || p->inst[li].u->src[0]->op != OP_CONST) break;
     loops[n++] = p->inst[li].u;
     lo = li + 1;
     while (hi > lo && !(p->inst[hi - 1].kind == LK_ENDLOOP && p->inst[hi - 1].u == loops[n - 1] && p->inst[hi - 1].depth == depth)) hi--;
@@ -469,13 +475,8 @@ static const char *simd_accs(R *r, const Program *p, int i) {
 /* the depth-0 loop that may run across threads (NULL: none): alone at its depth, and the kernel
  * does at least 2^15 innermost iterations (a symbolic bound counts as 16) */
 static UOp *parallel_loop(const Program *p) {
-  UOp *loop = NULL;
-  for (int i = 0; i < p->ninst; i++) {
-    const LInst *in = &p->inst[i];
-    if (in->depth != 0) continue;
-    if (in->kind == LK_LOOP) { if (loop) return NULL; loop = in->u; }
-    else if (in->kind == LK_ACC || in->kind == LK_ACCUM || in->kind == LK_STORE) return NULL;
-  }
+  int li = lone_loop(p, 0, p->ninst, 0);
+  UOp *loop = li >= 0 ? p->inst[li].u : NULL;
   if (!loop || (loop->src[0]->op == OP_CONST && loop->src[0]->arg->i < 2)) return NULL;
   double work = 1;
   for (int i = 0; i < p->ninst; i++)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 
 _Thread_local TgTry *tg_try_top;
@@ -25,6 +26,21 @@ _Noreturn void tg_fail(int code, const char *fmt, ...) {
   TgTry *t = tg_try_top;
   tg_try_top = t->prev;
   longjmp(t->jb, 1);
+}
+
+/* ---- timing ---- */
+double tg_now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+double tg_median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* ---- arena ---- */

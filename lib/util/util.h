@@ -61,6 +61,10 @@ static inline uint64_t hash_mix(uint64_t h, uint64_t x) {
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
 void sha256_hex(const void *data, size_t n, char out[65]); /* SHA-256 of data as 64 hex digits (sha256.c) */
 
+/* ---- timing ---- */
+double tg_now_ms(void);                    /* a monotonic clock in milliseconds */
+double tg_median(double *v, int n);        /* the median of n > 0 values (sorts v) */
+
 /* ---- errors ---- */
 enum { TG_OK = 0, TG_ECHECK = 1, TG_EUSAGE = 2, TG_EINPUT = 3, TG_EDEVICE = 4, TG_EINTERNAL = 70 };
 typedef struct TgErr { int code; char msg[1024]; } TgErr;
