@@ -676,10 +676,12 @@ static void verify_define_var(RCtx *R, UOp *u) {
   for (int i = 1; ok && i < 3; i++) ok = a->items[i]->kind == V_INT || a->items[i]->kind == V_FLOAT || a->items[i]->kind == V_BOOL;
   if (!ok) { pset(R, "arg"); rfail(R, "a DEFINE_VAR's arg is [name, min, max], not %s", value_repr(&uctx->scratch, a)); }
 }
+/* tensor_uop_spec: BIND(DEFINE_VAR, int CONST) with the value in the variable's range */
 static void verify_bind(RCtx *R, UOp *u) {
-  if (u->nsrc != 2 || u->src[0]->op != OP_DEFINE_VAR || u->src[1]->op != OP_CONST) return;
+  if (u->nsrc != 2 || u->src[0]->op != OP_DEFINE_VAR || u->src[1]->op != OP_CONST || u->src[1]->arg->kind != V_INT)
+    rfail(R, "a BIND binds a DEFINE_VAR to an int CONST");
   const Value *va = u->src[0]->arg, *c = u->src[1]->arg;
-  if (va->kind != V_TUPLE || va->n != 3 || c->kind != V_INT || c->n) return;
+  if (va->kind != V_TUPLE || va->n != 3 || c->n) return;
   const Value *lo = va->items[1], *hi = va->items[2];
   if (lo->kind != V_INT || hi->kind != V_INT || lo->n || hi->n) return;
   if (c->i < lo->i || c->i > hi->i)
@@ -687,7 +689,8 @@ static void verify_bind(RCtx *R, UOp *u) {
 }
 static void verify_reduce_axes(RCtx *R, UOp *u) {
   const Value *a = u->arg;
-  if (u->nsrc < 1 || a->kind != V_TUPLE || a->n < 2 || a->items[1]->kind != V_TUPLE) return;
+  if (u->nsrc != 1) rfail(R, "a REDUCE_AXIS reduces one source, not %d", u->nsrc);
+  if (a->kind != V_TUPLE || a->n < 2 || a->items[1]->kind != V_TUPLE) return;
   const ShapeTracker *st = u_st(u->src[0]);
   if (!st) return;
   int nd = st_shape(st).n;
@@ -696,6 +699,8 @@ static void verify_reduce_axes(RCtx *R, UOp *u) {
     const Value *x = ax->items[k];
     if (x->kind != V_INT || x->n || x->i < 0 || x->i >= nd)
       rfail(R, "reduce axis %s is not an axis of a %d-dimensional shape", value_repr(ga(), x), nd);
+    for (int q = 0; q < k; q++)
+      if (ax->items[q]->i == x->i) rfail(R, "reduce axis %lld is given twice", (long long)x->i);
   }
 }
 /* UOp.st of the row, its failure prefixed with the row */
