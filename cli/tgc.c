@@ -4,6 +4,7 @@
  * "tgc: message" with the documented exit code: 1 check failed, 3 bad input, 4 device/compiler.
  * Scheduler switches are collected while parsing and applied over the graph's own options once
  * the graph is read. Nothing is half-written: files go through write_file_atomic. */
+#include "codegen/codegen.h"
 #include "driver/driver.h"
 #include "explain/explain.h"
 #include "io/graph.h"
@@ -93,6 +94,10 @@ static const char compile_help[] =
   "                       and its .npy data files (include it; see testdata/make/Makefile)\n"
   "      --threads=N      -t c: split each kernel's outer loop over threads with OpenMP (0: as many\n"
   "                       as OMP_NUM_THREADS or the cores at run time; default 1, no OpenMP)\n"
+  "      --noopt          no kernel opts (tinygrad's NOOPT=1 loops); default: tinygrad's\n"
+  "                       hand_coded_optimizations (UPCAST, UNROLL) per kernel\n"
+  "      --opts=LIST      these opts for every kernel, e.g. UPCAST:0:4,UPCAST:1:4,UNROLL:0:4 (tinygrad's\n"
+  "                       Opt(op, axis, arg); exit 3 when one does not apply to a kernel)\n"
   "  -h, --help           display this help and exit\n"
   "\n";
 static const char run_help[] =
@@ -106,6 +111,8 @@ static const char run_help[] =
   "      --expect=FILE      compare the outputs with an expect file's outputs (exit 1 on mismatch)\n"
   "      --threads=N        split each CPU kernel's outer loop over N threads (default: all cores;\n"
   "                         1 runs serially)\n"
+  "      --noopt            no kernel opts (tinygrad's NOOPT=1 loops)\n"
+  "      --opts=LIST        these opts for every kernel (see tgc compile --help)\n"
   "      --repeat=N         after the first run, run the schedule N more times and print the median\n"
   "                         and fastest wall time (kernels compiled and buffers allocated already)\n"
   "  -h, --help             display this help and exit\n"
@@ -148,7 +155,7 @@ static void print_help(const char *text, bool with_switches) {
 enum {
   O_FUSE_ARANGE = 256, O_FUSE_CONV_BW, O_SPLIT_REDUCEOP, O_RS_THRESHOLD, O_RS_SIZE, O_DONT_REALIZE_EXPAND,
   O_DONT_GROUP_REDUCES, O_MAX_KERNEL_BUFFERS, O_KERNELS, O_MAX_KERNELS, O_JSON, O_INPUT, O_EXPECT, O_STAGE,
-  O_LIST_STAGES, O_VERSION, O_DEPS, O_THREADS, O_REPEAT,
+  O_LIST_STAGES, O_VERSION, O_DEPS, O_THREADS, O_REPEAT, O_NOOPT, O_OPTS,
 };
 #define SWITCH_OPTS                                                                                     \
   {"fuse-arange", required_argument, 0, O_FUSE_ARANGE}, {"fuse-conv-bw", required_argument, 0, O_FUSE_CONV_BW}, \
@@ -353,9 +360,18 @@ static void write_deps(const char *path, const char *dir) {
   write_out(arena_printf(ga(), "%s/deps.d", dir), txt);
 }
 
+/* --noopt / --opts LIST: the kernel opts every kernel is lowered with (default: the heuristic) */
+static void take_opts(int c, const char *arg) {
+  KOptCfg cfg = {KOPT_NONE, 0, {{0}}};
+  char why[256];
+  if (c == O_OPTS && !kopt_parse(arg, &cfg, why, sizeof why)) misuse("--opts: %s", why);
+  lower_opt_config(&cfg);
+}
+
 static int cmd_compile(int argc, char **argv) {
   static const struct option lo[] = {{"target", required_argument, 0, 't'}, {"output", required_argument, 0, 'o'},
                                      {"deps", no_argument, 0, O_DEPS}, {"threads", required_argument, 0, O_THREADS},
+                                     {"noopt", no_argument, 0, O_NOOPT}, {"opts", required_argument, 0, O_OPTS},
                                      {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
   Overrides ov = {{0}, {0}};
   const char *target = NULL, *out = NULL;
@@ -372,6 +388,7 @@ static int cmd_compile(int argc, char **argv) {
     case 'o': out = optarg; break;
     case O_DEPS: deps = true; break;
     case O_THREADS: driver_compile_threads((int)parse_num("threads", optarg, 0, 1024)); break;
+    case O_NOOPT: case O_OPTS: take_opts(c, optarg); break;
     case 'h': print_help(compile_help, true); return 0;
     default: bad_option(c, argv);
     }
@@ -392,6 +409,7 @@ static int cmd_run(int argc, char **argv) {
   static const struct option lo[] = {{"device", required_argument, 0, 'd'}, {"output", required_argument, 0, 'o'},
                                      {"input", required_argument, 0, O_INPUT}, {"expect", required_argument, 0, O_EXPECT},
                                      {"threads", required_argument, 0, O_THREADS}, {"repeat", required_argument, 0, O_REPEAT},
+                                     {"noopt", no_argument, 0, O_NOOPT}, {"opts", required_argument, 0, O_OPTS},
                                      {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
   DriverRunOpts ro = {0, 0};
   Overrides ov = {{0}, {0}};
@@ -423,6 +441,7 @@ static int cmd_run(int argc, char **argv) {
     case O_EXPECT: expect = optarg; break;
     case O_THREADS: ro.threads = (int)parse_num("threads", optarg, 1, 1024); break;
     case O_REPEAT: ro.repeat = (int)parse_num("repeat", optarg, 0, 1000000); break;
+    case O_NOOPT: case O_OPTS: take_opts(c, optarg); break;
     case 'h': print_help(run_help, true); return 0;
     default: bad_option(c, argv);
     }

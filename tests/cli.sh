@@ -112,6 +112,18 @@ expect 2 "run --repeat x" "$TGC" run "$M" -d cpu --repeat x
 expect 0 "compile -t c --threads 2" "$TGC" compile "$M" -t c -o "$tmp/ct" --threads 2
 if grep -q "#pragma omp parallel for num_threads(2)" "$tmp"/ct/r_*.c && grep -q -- "-fopenmp" "$tmp/ct/Makefile.inc"; then ok; else bad "compile --threads 2: no OpenMP loop or flag"; fi
 if grep -q "#pragma omp" "$tmp"/c/*.c; then bad "compile without --threads emitted OpenMP"; else ok; fi
+# kernel opts: the heuristic by default (a comment names them), --noopt, --opts by hand, bad lists
+if grep -q "/\* opts: UPCAST:1:3,UPCAST:0:4,UNROLL:0:4 \*/" "$tmp"/ct/r_*.c; then ok; else bad "compile: the matmul kernel lacks the heuristic's opts"; fi
+expect 0 "compile --noopt" "$TGC" compile "$M" -t c -o "$tmp/cn" --noopt
+if grep -q "opts:" "$tmp"/cn/r_*.c; then bad "compile --noopt applied opts"; else ok; fi
+expect 0 "run --noopt" "$TGC" run "$M" -d cpu -o "$tmp/rn" --noopt --expect "${M%.graph.json}.expect.json"
+expect 0 "run --opts" "$TGC" run "$M" -d cpu -o "$tmp/ro" --opts UPCAST:0:2,UPCAST:1:2,UNROLL:0:32 --expect "${M%.graph.json}.expect.json"
+expect 0 "compile --opts" "$TGC" compile "$M" -t c -o "$tmp/co" --opts upcast:0:8
+if grep -q "/\* opts: UPCAST:0:8 \*/" "$tmp"/co/r_*.c; then ok; else bad "compile --opts: the kernel lacks the given opt"; fi
+expect 2 "run --opts bad syntax" "$TGC" run "$M" -d cpu --opts UPCAST:0
+expect 2 "run --opts unknown op" "$TGC" run "$M" -d cpu --opts LOCAL:0:4
+expect 3 "run --opts not divisible" "$TGC" run "$M" -d cpu -o "$tmp/rx" --opts UPCAST:0:5
+contains "$tmp/err" "no longer valid shift" "an opt that does not apply says why"
 # an output that is a broadcast CONST (no kernel, no buffer) is still written, with its shape
 K=$(ls "$ORACLE"/schedule/test_ops.TestOps_test_add.3.*.graph.json | head -1)
 expect 0 "run a constant output" "$TGC" run "$K" -d cpu -o "$tmp/k"

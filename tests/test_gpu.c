@@ -32,7 +32,9 @@ static const char *tmpdir(void) { return corpus_tmpdir(tmp_root); }
 /* ---- launch ---- */
 Test(gpu, launch) {
   UCtx *top = uop_ctx_new();
-  /* numeric.expand_reshape: tinygrad names its kernels E_3_5_4 and E_60 (loops 3, 5, 4) */
+  /* numeric.expand_reshape: tinygrad names its kernels E_3_5_4 and E_60 (loops 3, 5, 4 without opts) */
+  static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}};
+  lower_opt_config(&noopt);
   Graph *g = graph_read_file(arena_printf(ga(), "%s/numeric/numeric.expand_reshape.fe98bf.graph.json", oracle()));
   Schedule *s = driver_schedule(g);
   int seen = 0;

@@ -9,7 +9,13 @@
  *              gated INDEXes; the result is a graph of LOAD(INDEX), REDUCE(val, ranges...), STORE.
  *   linearize  values are placed in the outermost loop whose RANGEs they use; a REDUCE becomes an
  *              accumulator, its loops, and an update; stores that share output loops share them.
- * The kernel name is tinygrad's Kernel.name without opts (E_/r_ plus the merged loop sizes). */
+ * The kernel name is tinygrad's Kernel.name without opts (E_/r_ plus the merged loop sizes).
+ *
+ * Opts (opt.c): tinygrad's UPCAST and UNROLL (codegen/opt/kernel.py) on the merged axes the name
+ * is made of, chosen by its hand_coded_optimizations for a target without local memory, or given
+ * by hand. An UPCAST of an output axis by k lowers every STORE at k index vectors (R*k + j), the
+ * REDUCEs they reach share their RANGEs and one loop nest; an UNROLL of a reduce axis by k folds k
+ * index vectors of the reduce's source with the reduce op before the accumulator. */
 #ifndef TGC_CODEGEN_H
 #define TGC_CODEGEN_H
 #include "../shape/shape.h"
@@ -24,6 +30,21 @@ typedef enum {
 } LKind;
 typedef struct LInst { uint8_t kind; uint16_t depth; UOp *u, *aux; } LInst;
 
+/* an opt in tinygrad's Opt terms: UPCAST axis is a kernel axis (after the opts before it), UNROLL
+ * axis an index into the reduce axes of size > 1; amt 0 is the whole axis */
+typedef enum { KOPT_UPCAST, KOPT_UNROLL } KOptOp;
+typedef struct KOpt { uint8_t op; int axis, amt; } KOpt;
+enum { KOPT_MAX = 16 };
+/* which opts lower_kernel applies: the heuristic (the default), none (tinygrad's NOOPT), or a list
+ * for every kernel (an opt that does not apply to a kernel fails TG_EINPUT naming both) */
+typedef enum { KOPT_HEURISTIC, KOPT_NONE, KOPT_LIST } KOptMode;
+typedef struct KOptCfg { KOptMode mode; int n; KOpt v[KOPT_MAX]; } KOptCfg;
+void lower_opt_config(const KOptCfg *cfg);   /* process-wide, like tinygrad's NOOPT/BEAM context */
+/* parse "UPCAST:0:4,UNROLL:0:0" (also "upcast"); false with why on a bad list */
+bool kopt_parse(const char *s, KOptCfg *out, char *why, size_t wn);
+/* "UPCAST:0:4,UNROLL:0:4" ("" for none) */
+const char *kopt_format(Arena *a, int n, const KOpt *v);
+
 typedef struct KParam { UOp *u; bool written; } KParam;  /* a DEFINE_GLOBAL or DEFINE_VAR */
 typedef struct Program {
   const char *name;               /* "r_16_40", deduplicated with "n1", "n2"... like Kernel.kernel_cnt */
@@ -32,6 +53,7 @@ typedef struct Program {
   int nvars; UOp **vars;          /* DEFINE_VARs sorted by name (the int params after the buffers) */
   int ninst; LInst *inst;
   int nranges;                    /* RANGE ids used: 0..nranges-1 */
+  int nopts; KOpt opts[KOPT_MAX]; /* the opts applied */
 } Program;
 
 /* Kernel names seen so far in one compile (tinygrad's process-global Kernel.kernel_cnt). */
@@ -47,5 +69,29 @@ Program *lower_kernel(UOp *ast, KNames *names);
 const char *lower_function_name(Arena *a, const char *name);
 /* the reduce op's identity as a CONST of dt (ADD 0, MUL 1, MAX dtypes.min) */
 UOp *lower_identity(Op op, const DType *dt);
+
+/* ---- opt.c internals shared with lower.c: the kernel's axes as tinygrad's Kernel holds them after
+ * simplify_ones + simplify_merge_adjacent, and the F-axis factors an opt list comes to */
+typedef struct KAxes {
+  int n;                          /* merged axes */
+  const Sint *size;               /* full_shape */
+  const bool *reduce;             /* output_shape != full_shape there */
+  int nst;                        /* ShapeTrackers: output, buffers, each reduce's out/in, the full shape */
+  int64_t **shape;                /* each one's shape (-1: symbolic) */
+  int64_t **stride;               /* views[-1].strides (-1: symbolic or not linear) */
+  int64_t **rstride;              /* real_strides() where real (the index's coefficient) */
+  bool **real;                    /* real_strides() is not None there */
+  bool **masked;                  /* axis_is_masked */
+  int nf; const Sint *fsize;      /* lower's own axes (F) */
+  int *lo, *hi;                   /* merged axis m is F axes kept[lo[m]..hi[m]] */
+  int *kept;                      /* the F axes of size > 1 */
+} KAxes;
+/* tinygrad's hand_coded_optimizations (CPU: no locals); n opts into out */
+int kopt_heuristic(Arena *a, const KAxes *k, KOpt *out);
+/* apply opts: per F axis the upcast/unroll factor (1: none) into fac, and grp[f] the first F axis of
+ * a group that runs as one merged loop (a split that does not fall on whole F axes; fac of that
+ * first axis is the group's), else -1; false with why when an opt does not apply (tinygrad's
+ * KernelOptError) */
+bool kopt_factors(Arena *a, const KAxes *k, int n, const KOpt *v, int *fac, int *grp, char *why, size_t wn);
 
 #endif

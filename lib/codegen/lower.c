@@ -28,8 +28,15 @@ typedef struct LCtx {
   /* for the kernel name: the full shape's axes, which axis each RANGE is, every buffer's index */
   int nout, nf, fcap; Sint *F; const Sint *oshape; bool *red; int *raxis, racap;
   Map newaxis;           /* key(REDUCE_AXIS, axis) -> full-shape axis + 1 for swizzled reduces */
-  PtrVec recs;           /* (idx, valid) pairs of LOADs, STOREs and masked CONSTs */
+  PtrVec recs;           /* (idx, valid, ShapeTracker or NULL) of LOADs, STOREs and masked CONSTs */
+  Map recd;              /* the nodes recorded in recs */
+  PtrVec reds;           /* each REDUCE_AXIS's source shape (SList*), once per node */
+  int out_rec;           /* where the last STORE's pair is in recs (it is sts[0], not a buffer again) */
   UOp *out_idx, *out_valid; /* the last STORE's: Kernel.sts[0] */
+  const int *fac; int nfac; /* per full-shape axis the opts' upcast/unroll factor (NULL: no opts) */
+  const int *grp;        /* per full-shape axis: the first axis of its merged loop, or -1 */
+  const Sint *fsz;       /* the full shape without opts (the axes fac and grp index) */
+  Map rmap;              /* key(REDUCE_AXIS, axis) -> its RANGE, shared by every index it is asked at */
 } LCtx;
 
 static const SList *shape_of(LCtx *c, UOp *u) { return map_get(&c->shapes, u, uop_h(u), NULL); }
@@ -114,7 +121,13 @@ static bool sl_same(const SList *a, const SList *b) {
 
 
 /* ---------------------------------------------------------------- name bookkeeping */
-static void rec_index(LCtx *c, UOp *idx, UOp *valid) { vec_push(&c->recs, idx); vec_push(&c->recs, valid); }
+/* the (idx, valid) of node u's ShapeTracker, once per node (tinygrad's Kernel.bufs are unique UOps) */
+static void rec_index(LCtx *c, UOp *u, UOp *idx, UOp *valid, const ShapeTracker *st) {
+  bool isnew;
+  map_slot(&c->recd, u, uop_h(u), &isnew);
+  if (!isnew) return;
+  vec_push(&c->recs, idx); vec_push(&c->recs, valid); vec_push(&c->recs, (void *)st);
+}
 static void set_raxis(LCtx *c, int64_t rid, int axis) {
   if (rid >= c->racap) {
     int nc = c->racap ? c->racap : 16;
@@ -153,6 +166,30 @@ static int reduce_axis_of(LCtx *c, UOp *r, int a, Sint size) {
   return (int)(intptr_t)*slot - 1;
 }
 
+/* the RANGE of axis a of reduce r (end: the loop count after an unroll), one per (r, a) so the
+ * reduces an upcast makes of one REDUCE_AXIS run in one loop */
+static UOp *reduce_range(LCtx *c, UOp *r, int a, int fa, Sint end) {
+  UOp *key = uop2(OP_NOOP, dt_void, r, uop_const_int(dt_int, a), v_str("tgc.range"));
+  bool isnew;
+  void **slot = map_slot(&c->rmap, key, uop_h(key), &isnew);
+  if (isnew) {
+    set_raxis(c, c->next_range, fa);
+    *slot = uop1(OP_RANGE, dt_int, si_uop(end), v_int(c->next_range++));
+  }
+  return *slot;
+}
+/* the opts' factor for full-shape axis f of a loop of size n (1 when none or it does not divide) */
+static int64_t factor_of(LCtx *c, int f, Sint n) {
+  if (!c->fac || f < 0 || f >= c->nfac || c->fac[f] <= 1 || !si_is_int(n) || n.c % c->fac[f]) return 1;
+  return c->fac[f];
+}
+/* index j of a loop split by K into RANGE r (NULL when the outer count is 1): r*K + j */
+static UOp *split_index(UOp *r, int64_t K, int64_t j) {
+  if (K == 1) return r;
+  UOp *jc = uop_const_int(dt_int, j);
+  return r ? u_simplify(u_add(u_muli(r, K), jc)) : jc;
+}
+
 /* ---------------------------------------------------------------- lowering */
 typedef struct Frame {
   UOp *node, *ikey, *key;
@@ -180,7 +217,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
     if (!u->nsrc) { f->done = u; return; }
     UOp *fi, *valid;
     st_to_indexed_uops(u->src[0]->arg->st, idx, &fi, &valid);
-    rec_index(c, fi, valid);
+    rec_index(c, u, fi, valid, u->src[0]->arg->st);
     UOp *b = bare_of(u);
     f->done = is_true(valid) ? b : u_where(valid, b, zero_of(u->dtype));
     return;
@@ -189,14 +226,14 @@ static void lower_prepare(LCtx *c, Frame *f) {
     UOp *buf = u->src[0];
     if (buf->op == OP_DEFINE_GLOBAL) {
       UOp *i0 = n ? idx[0] : uop_const_int(dt_int, 0);
-      rec_index(c, i0, c_true());
+      rec_index(c, u, i0, c_true(), NULL);
       f->done = load_of(u, buf, i0, c_true());
       return;
     }
     if (buf->op == OP_VIEW && buf->src[0]->op == OP_DEFINE_GLOBAL) {
       UOp *fi, *valid;
       st_to_indexed_uops(buf->arg->st, idx, &fi, &valid);
-      rec_index(c, fi, valid);
+      rec_index(c, u, fi, valid, buf->arg->st);
       f->done = load_of(u, buf->src[0], fi, valid);
       return;
     }
@@ -205,10 +242,10 @@ static void lower_prepare(LCtx *c, Frame *f) {
   case OP_VIEW: {
     UOp *x = u->src[0], *fi, *valid;
     st_to_indexed_uops(u->arg->st, idx, &fi, &valid);
-    if (x->op == OP_LOAD && x->src[0]->op == OP_DEFINE_GLOBAL) { rec_index(c, fi, valid); f->done = load_of(x, x->src[0], fi, valid); return; }
+    if (x->op == OP_LOAD && x->src[0]->op == OP_DEFINE_GLOBAL) { rec_index(c, u, fi, valid, u->arg->st); f->done = load_of(x, x->src[0], fi, valid); return; }
     if (x->op == OP_DEFINE_GLOBAL) tg_fail(TG_EINPUT, "VIEW of a DEFINE_GLOBAL used as a value");
     /* tinygrad pushes this view onto the buffers below; its mask blocks the same merges */
-    if (!is_true(valid)) rec_index(c, uop_const_int(dt_int, 0), valid);
+    if (!is_true(valid)) rec_index(c, u, uop_const_int(dt_int, 0), valid, u->arg->st);
     f->valid = valid;
     const SList *xs = shape_of(c, x);
     int xn = xs ? xs->n : 0;
@@ -221,23 +258,83 @@ static void lower_prepare(LCtx *c, Frame *f) {
     return;
   }
   case OP_REDUCE_AXIS: {
+    /* the reduced axes get their RANGEs; an unrolled one (factor K) is asked at r*K + j for every
+     * j, and the source's values at those index vectors are folded with the reduce op */
     const SList *xs = shape_of(c, u->src[0]);
     const Value *ax = u->arg->items[1];
-    UOp **ni = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
-    for (int k = 0; k < xs->n; k++) ni[k] = k < n ? idx[k] : uop_const_int(dt_int, 0);
+    { bool isnew; map_slot(&c->recd, u, uop_h(u), &isnew); if (isnew) vec_push(&c->reds, (void *)xs); }
+    UOp **base = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
+    for (int k = 0; k < xs->n; k++) base[k] = k < n ? idx[k] : uop_const_int(dt_int, 0);
     f->ranges = arena_alloc(c->a, sizeof(UOp *) * (size_t)(ax->n + 1));
     f->nr = 0;
+    int nu = 0, *ua = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1));
+    int64_t combos = 1, *uk = arena_alloc(c->a, sizeof(int64_t) * (size_t)(ax->n + 1));
+    UOp **ur = arena_alloc(c->a, sizeof(UOp *) * (size_t)(ax->n + 1));
+    /* a merged reduce group (grp): its axes of this reduce, by full-shape axis */
+    int *gfa = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1)), *gl = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1));
     for (int k = 0; k < ax->n; k++) {
       int a = (int)ax->items[k]->i;
-      if (si_is_int(xs->v[a]) && xs->v[a].c == 1) { ni[a] = uop_const_int(dt_int, 0); continue; }
-      set_raxis(c, c->next_range, reduce_axis_of(c, u, a, xs->v[a]));
-      ni[a] = uop1(OP_RANGE, dt_int, si_uop(xs->v[a]), v_int(c->next_range++));
-      f->ranges[f->nr++] = ni[a];
+      gfa[k] = -1; gl[k] = -1;
+      if (si_is_int(xs->v[a]) && xs->v[a].c == 1) continue;
+      gfa[k] = reduce_axis_of(c, u, a, xs->v[a]);
+      if (c->grp && gfa[k] < c->nfac) gl[k] = c->grp[gfa[k]];
     }
-    f->nch = 1;
-    f->chn = arena_alloc(c->a, sizeof(UOp *));
-    f->chk = arena_alloc(c->a, sizeof(UOp *));
-    f->chn[0] = u->src[0]; f->chk[0] = idx_key(xs->n, ni);
+    int *gax = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1));
+    Sint *gsz = arena_alloc(c->a, sizeof(Sint) * (size_t)(ax->n + 1));
+    int ngrp = 0, *gstart = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 2)), ng = 0;
+    for (int k = 0; k < ax->n; k++) {
+      int a = (int)ax->items[k]->i;
+      if (si_is_int(xs->v[a]) && xs->v[a].c == 1) { base[a] = uop_const_int(dt_int, 0); continue; }
+      int fa = gfa[k];
+      if (gl[k] >= 0) {
+        if (gl[k] != fa) continue;   /* a group is handled at its first axis */
+        /* the group's axes in full-shape order (a swizzled reduce appends them in that order) */
+        gstart[ngrp] = ng;
+        int64_t S = 1;
+        for (int q = 0; q < c->nfac; q++)
+          for (int kk = 0; kk < ax->n; kk++)
+            if (gfa[kk] == q && gl[kk] == fa) {
+              int aa = (int)ax->items[kk]->i;
+              if (!si_is_int(xs->v[aa])) tg_fail(TG_EINTERNAL, "lower: a merged reduce over a symbolic axis");
+              gax[ng] = aa; gsz[ng] = xs->v[aa]; ng++; S *= xs->v[aa].c;
+            }
+        int64_t G = 1;
+        for (int q = 0; q < c->nfac; q++) if (c->grp[q] == fa) G *= c->fsz[q].c;
+        if (S != G) tg_fail(TG_EINTERNAL, "lower: a reduce covers part of a merged axis");
+        int64_t K = c->fac[fa];
+        UOp *r = S / K == 1 ? NULL : reduce_range(c, u, a, fa, si(S / K));
+        if (r) f->ranges[f->nr++] = r;
+        ua[nu] = -1 - ngrp; uk[nu] = K; ur[nu] = r; nu++; combos *= K;
+        ngrp++;
+        gstart[ngrp] = ng;
+        continue;
+      }
+      int64_t K = factor_of(c, fa, xs->v[a]);
+      Sint end = K > 1 ? si(xs->v[a].c / K) : xs->v[a];
+      UOp *r = si_is_int(end) && end.c == 1 ? NULL : reduce_range(c, u, a, fa, end);
+      if (r) f->ranges[f->nr++] = r;
+      if (K > 1) { ua[nu] = a; uk[nu] = K; ur[nu] = r; nu++; combos *= K; }
+      else base[a] = r;
+    }
+    f->nch = (int)combos;
+    f->chn = arena_alloc(c->a, sizeof(UOp *) * (size_t)combos);
+    f->chk = arena_alloc(c->a, sizeof(UOp *) * (size_t)combos);
+    for (int64_t t = 0; t < combos; t++) {
+      UOp **ni = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
+      memcpy(ni, base, sizeof(UOp *) * (size_t)xs->n);
+      int64_t q = t;
+      for (int i = nu - 1; i >= 0; i--) {
+        UOp *ix = split_index(ur[i], uk[i], q % uk[i]);
+        q /= uk[i];
+        if (ua[i] >= 0) { ni[ua[i]] = ix; continue; }
+        int gi = -1 - ua[i], g0 = gstart[gi], gn = gstart[gi + 1] - g0;
+        SList gs = {gn, gsz + g0};
+        UOp **out = arena_alloc(c->a, sizeof(UOp *) * (size_t)(gn + 1));
+        unravel(&gs, ix, out);
+        for (int k = 0; k < gn; k++) ni[gax[g0 + k]] = out[k];
+      }
+      f->chn[t] = u->src[0]; f->chk[t] = idx_key(xs->n, ni);
+    }
     return;
   }
   default: break;
@@ -275,13 +372,14 @@ static UOp *lower_value(LCtx *c, UOp *node, UOp *ikey) {
       f->expanded = true;
       lower_prepare(c, f);
       if (f->done) { map_put(&c->memo, f->key, uop_h(f->key), f->done); n--; continue; }
+      int fi = n - 1;
       for (int k = f->nch - 1; k >= 0; k--) {
         UOp *ck = memo_key(f->chn[k], f->chk[k]);
         if (memo_get(c, ck)) continue;
         if (n == cap) {
           Frame *ns = arena_alloc(c->a, sizeof(Frame) * (size_t)cap * 2);
           memcpy(ns, st, sizeof(Frame) * (size_t)cap);
-          st = ns; cap *= 2; f = &st[n - 1];
+          st = ns; cap *= 2; f = &st[fi];
         }
         st[n++] = (Frame){.node = f->chn[k], .ikey = f->chk[k], .key = ck};
       }
@@ -297,10 +395,13 @@ static UOp *lower_value(LCtx *c, UOp *node, UOp *ikey) {
     UOp *u = f->node, *r;
     if (u->op == OP_VIEW) r = is_true(f->valid) ? vals[0] : u_where(f->valid, vals[0], zero_of(vals[0]->dtype));
     else if (u->op == OP_REDUCE_AXIS) {
-      if (!f->nr) r = vals[0];
+      Op rop = u->arg->items[0]->op;
+      UOp *v = vals[0];
+      for (int k = 1; k < f->nch; k++) v = uop2(rop, u->dtype, v, vals[k], NULL);
+      if (!f->nr) r = v;
       else {
         UOp **s = arena_alloc(c->a, sizeof(UOp *) * (size_t)(f->nr + 1));
-        s[0] = vals[0];
+        s[0] = v;
         memcpy(s + 1, f->ranges, sizeof(UOp *) * (size_t)f->nr);
         r = uop_new(OP_REDUCE, u->dtype, f->nr + 1, s, v_ops(u->arg->items[0]->op), NULL);
       }
@@ -310,21 +411,60 @@ static UOp *lower_value(LCtx *c, UOp *node, UOp *ikey) {
   return memo_get(c, k0);
 }
 
-/* STORE(VIEW(DEFINE_GLOBAL), x) -> STORE(INDEX(buf, idx[, valid]), value, ranges...) */
-static UOp *lower_store(LCtx *c, UOp *s) {
+/* the upcast of output axis i of a STORE of shape sh: a merged group's on its first axis */
+static int64_t store_factor(LCtx *c, int i, SList sh) {
+  if (c->grp && i < c->nfac && c->grp[i] >= 0) return c->grp[i] == i ? c->fac[i] : 1;
+  return factor_of(c, i, sh.v[i]);
+}
+/* the number of index vectors the opts' upcasts make of a STORE of shape sh */
+static int64_t store_combos(LCtx *c, SList sh) {
+  int64_t n = 1;
+  for (int i = 0; i < sh.n; i++) n *= store_factor(c, i, sh);
+  return n;
+}
+/* a merged output group led by axis i: one RANGE over the group's product split by K, its index
+ * unravelled over the group's axes (tinygrad's loop over a merged axis) */
+static void group_index(LCtx *c, SList sh, int i, int64_t j, UOp **g, UOp **ranges, int *nr) {
+  int nm = 0, *mem = arena_alloc(c->a, sizeof(int) * (size_t)(sh.n + 1));
+  int64_t S = 1;
+  for (int f = i; f < sh.n && f < c->nfac; f++) if (c->grp[f] == i) { mem[nm++] = f; S *= sh.v[f].c; }
+  int64_t K = c->fac[i];
+  UOp *r = S / K == 1 ? NULL : uop1(OP_RANGE, dt_int, uop_const_int(dt_int, S / K), v_int(i));
+  if (r) ranges[(*nr)++] = r;
+  Sint *sz = arena_alloc(c->a, sizeof(Sint) * (size_t)(nm + 1));
+  for (int k = 0; k < nm; k++) sz[k] = sh.v[mem[k]];
+  SList gs = {nm, sz};
+  UOp **out = arena_alloc(c->a, sizeof(UOp *) * (size_t)(nm + 1));
+  unravel(&gs, split_index(r, K, j), out);
+  for (int k = 0; k < nm; k++) g[mem[k]] = out[k];
+}
+/* STORE(VIEW(DEFINE_GLOBAL), x) -> STORE(INDEX(buf, idx[, valid]), value, ranges...), at upcast
+ * index vector t (0 without opts; axis i split by K is r*K + j, j a digit of t) */
+static UOp *lower_store(LCtx *c, UOp *s, int64_t t) {
   UOp *view = s->src[0];
   if (view->op != OP_VIEW || view->src[0]->op != OP_DEFINE_GLOBAL) tg_fail(TG_EINPUT, "STORE target is not a VIEW of a DEFINE_GLOBAL");
   SList sh = st_shape(view->arg->st);
   UOp **g = arena_alloc(c->a, sizeof(UOp *) * (size_t)(sh.n + 2));
   UOp **srcs = arena_alloc(c->a, sizeof(UOp *) * (size_t)(sh.n + 2));
+  int64_t *j = arena_alloc(c->a, sizeof(int64_t) * (size_t)(sh.n + 1));
+  for (int i = sh.n - 1; i >= 0; i--) { int64_t K = store_factor(c, i, sh); j[i] = t % K; t /= K; }
   int nr = 0;
   for (int i = 0; i < sh.n; i++) {
-    if (si_is_int(sh.v[i]) && sh.v[i].c == 1) g[i] = uop_const_int(dt_int, 0);
-    else { g[i] = uop1(OP_RANGE, dt_int, si_uop(sh.v[i]), v_int(i)); srcs[2 + nr++] = g[i]; }
+    if (si_is_int(sh.v[i]) && sh.v[i].c == 1) { g[i] = uop_const_int(dt_int, 0); continue; }
+    if (c->grp && i < c->nfac && c->grp[i] >= 0) {
+      if (c->grp[i] == i) group_index(c, sh, i, j[i], g, srcs + 2, &nr);
+      continue;
+    }
+    int64_t K = factor_of(c, i, sh.v[i]);
+    Sint end = K > 1 ? si(sh.v[i].c / K) : sh.v[i];
+    UOp *r = si_is_int(end) && end.c == 1 ? NULL : uop1(OP_RANGE, dt_int, si_uop(end), v_int(i));
+    if (r) srcs[2 + nr++] = r;
+    g[i] = split_index(r, K, j[i]);
   }
   UOp *fi, *valid;
   st_to_indexed_uops(view->arg->st, g, &fi, &valid);
-  rec_index(c, fi, valid);
+  c->out_rec = c->recs.n;
+  rec_index(c, s, fi, valid, view->arg->st);
   c->out_idx = fi; c->out_valid = valid;
   UOp *buf = view->src[0];
   srcs[0] = is_true(valid) ? uop2(OP_INDEX, buf->dtype, buf, fi, NULL) : uop3(OP_INDEX, buf->dtype, buf, fi, valid, NULL);
@@ -352,6 +492,7 @@ struct Scope { Item *it; int n, cap, ins; Map memo; UOp *range; };
 typedef struct Lin {
   Arena *a;
   Map fr;                 /* lowered UOp -> uint64_t* free-range bitset */
+  Map groups;             /* the ranges of a REDUCE (a SINK of them) -> PtrVec* of the REDUCEs over them */
   int nw;                 /* words per bitset */
   Scope **ctx; int d, ctxcap;
 } Lin;
@@ -403,7 +544,14 @@ static void compute_fr(Lin *l, UList topo) {
       if (sb) for (int w = 0; w < l->nw; w++) b[w] |= sb[w];
     }
     if (u->op == OP_RANGE) b[u->arg->i >> 6] |= 1ull << (u->arg->i & 63);
-    if (u->op == OP_REDUCE) for (int k = 1; k < u->nsrc; k++) b[u->src[k]->arg->i >> 6] &= ~(1ull << (u->src[k]->arg->i & 63));
+    if (u->op == OP_REDUCE) {
+      for (int k = 1; k < u->nsrc; k++) b[u->src[k]->arg->i >> 6] &= ~(1ull << (u->src[k]->arg->i & 63));
+      UOp *key = idx_key(u->nsrc - 1, u->src + 1);
+      bool isnew;
+      void **slot = map_slot(&l->groups, key, uop_h(key), &isnew);
+      if (isnew) { PtrVec *g = arena_alloc(l->a, sizeof *g); vec_init(g, l->a); *slot = g; }
+      vec_push((PtrVec *)*slot, u);
+    }
     map_put(&l->fr, u, uop_h(u), b);
   }
 }
@@ -416,16 +564,24 @@ static int level_of(Lin *l, UOp *u) {
   if (seen != need) tg_fail(TG_EINTERNAL, "linearize: %s uses a RANGE outside its loops", op_names[u->op]);
   return lv;
 }
+/* level_of when every RANGE u uses is open, else -1 */
+static int level_try(Lin *l, UOp *u) {
+  const uint64_t *b = fr_of(l, u);
+  int lv = 0, need = 0, seen = 0;
+  for (int w = 0; w < l->nw; w++) need += __builtin_popcountll(b[w]);
+  for (int i = 1; i <= l->d; i++) if (fr_has(b, l->ctx[i]->range->arg->i)) { lv = i; seen++; }
+  return seen == need ? lv : -1;
+}
 
 enum { T_EMIT, T_FINISH, T_RED_END };
-typedef struct Task { uint8_t kind; int lv; UOp *u; Scope **saved; int nsaved; } Task;
+typedef struct Task { uint8_t kind; int lv; UOp *u; Scope **saved; int nsaved; UOp **grp; int ng; } Task;
 
 static bool inline_op(Op op) { return op == OP_CONST || op == OP_DEFINE_VAR || op == OP_RANGE || op == OP_DEFINE_GLOBAL; }
 
 static void emit(Lin *l, UOp *root) {
   int cap = 64, n = 0;
   Task *ts = arena_alloc(l->a, sizeof(Task) * (size_t)cap);
-  ts[n++] = (Task){T_EMIT, 0, root, NULL, 0};
+  ts[n++] = (Task){T_EMIT, 0, root, NULL, 0, NULL, 0};
   while (n) {
     if (n + 8 >= cap) {
       Task *nt = arena_alloc(l->a, sizeof(Task) * (size_t)cap * 2);
@@ -435,24 +591,40 @@ static void emit(Lin *l, UOp *root) {
     Task t = ts[--n];
     UOp *u = t.u;
     if (t.kind == T_EMIT) {
-      if (inline_op((Op)u->op)) { for (int k = u->nsrc - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0}; continue; }
-      if (u->op == OP_INDEX) { for (int k = u->nsrc - 1; k >= 1; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0}; continue; }
+      if (inline_op((Op)u->op)) { for (int k = u->nsrc - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0, NULL, 0}; continue; }
+      if (u->op == OP_INDEX) { for (int k = u->nsrc - 1; k >= 1; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0, NULL, 0}; continue; }
       int lv = level_of(l, u);
       Scope *s = l->ctx[lv];
       if (map_has(&s->memo, u, uop_h(u))) continue;
       if (u->op == OP_REDUCE) {
-        scope_insert(l, s, (Item){LK_ACC, u, NULL, NULL}, false);
+        /* every REDUCE over the same RANGEs that belongs in this scope and is not there yet shares
+         * the loop nest (an upcast's copies of one reduce): accumulators, loops, all updates */
+        UOp *gk = idx_key(u->nsrc - 1, u->src + 1);
+        PtrVec *gv = map_get(&l->groups, gk, uop_h(gk), NULL);
+        UOp **grp = arena_alloc(l->a, sizeof(UOp *) * (size_t)(gv->n + 1));
+        int ng = 0;
+        grp[ng++] = u;
+        for (int k = 0; k < gv->n; k++) {
+          UOp *m = gv->v[k];
+          if (m != u && !map_has(&s->memo, m, uop_h(m)) && level_try(l, m) == lv) grp[ng++] = m;
+        }
+        for (int k = 0; k < ng; k++) scope_insert(l, s, (Item){LK_ACC, grp[k], NULL, NULL}, false);
         int ns = l->d - lv;
         Scope **saved = arena_alloc(l->a, sizeof(Scope *) * (size_t)(ns + 1));
         memcpy(saved, l->ctx + lv + 1, sizeof(Scope *) * (size_t)ns);
         l->d = lv;
         for (int k = 1; k < u->nsrc; k++) open_loop(l, u->src[k]);
-        ts[n++] = (Task){T_RED_END, lv, u, saved, ns};
-        ts[n++] = (Task){T_EMIT, 0, u->src[0], NULL, 0};
+        if (n + ng + 8 >= cap) {
+          Task *nt = arena_alloc(l->a, sizeof(Task) * (size_t)(cap + ng) * 2);
+          memcpy(nt, ts, sizeof(Task) * (size_t)n);
+          ts = nt; cap = (cap + ng) * 2;
+        }
+        ts[n++] = (Task){T_RED_END, lv, u, saved, ns, grp, ng};
+        for (int k = ng - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, grp[k]->src[0], NULL, 0, NULL, 0};
         continue;
       }
-      ts[n++] = (Task){T_FINISH, 0, u, NULL, 0};
-      for (int k = u->nsrc - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0};
+      ts[n++] = (Task){T_FINISH, 0, u, NULL, 0, NULL, 0};
+      for (int k = u->nsrc - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0, NULL, 0};
     } else if (t.kind == T_FINISH) {
       int lv = level_of(l, u);
       Scope *s = l->ctx[lv];
@@ -460,10 +632,10 @@ static void emit(Lin *l, UOp *root) {
       scope_insert(l, s, (Item){u->op == OP_STORE ? LK_STORE : LK_VALUE, u, NULL, NULL}, false);
       map_put(&s->memo, u, uop_h(u), u);
     } else {
-      scope_insert(l, l->ctx[l->d], (Item){LK_ACCUM, u, u->src[0], NULL}, false);
+      for (int k = 0; k < t.ng; k++) scope_insert(l, l->ctx[l->d], (Item){LK_ACCUM, t.grp[k], t.grp[k]->src[0], NULL}, false);
       while (l->d > t.lv) close_loop(l);
       for (int k = 0; k < t.nsaved; k++) ctx_push(l, t.saved[k]);
-      map_put(&l->ctx[t.lv]->memo, u, uop_h(u), u);
+      for (int k = 0; k < t.ng; k++) map_put(&l->ctx[t.lv]->memo, t.grp[k], uop_h(t.grp[k]), t.grp[k]);
     }
   }
 }
@@ -495,9 +667,10 @@ static void flatten(Lin *l, Scope *root, PtrVec *out) {
 
 /* ---------------------------------------------------------------- the kernel name */
 /* views_to_real_strides from an (idx, valid) pair: per full-shape axis, the RANGE's coefficient
- * in idx (0 when unused), or unknown (has=false) when it is not linear or it is masked */
-static void real_strides(LCtx *c, UOp *idx, UOp *valid, int64_t *out, bool *has) {
-  for (int i = 0; i < c->nf; i++) { out[i] = 0; has[i] = false; }
+ * in idx (0 when unused; -1 when used but not linear), unknown (has=false) when it is not linear
+ * or it is masked, and masked (axis_is_masked: valid uses it) */
+static void real_strides(LCtx *c, UOp *idx, UOp *valid, int64_t *out, bool *has, bool *mk) {
+  for (int i = 0; i < c->nf; i++) { out[i] = 0; has[i] = false; mk[i] = false; }
   UOp *terms[256];
   int nt = split_uop(idx, OP_ADD, terms, 256);
   for (int t = 0; t < nt && t < 256; t++) {
@@ -511,36 +684,56 @@ static void real_strides(LCtx *c, UOp *idx, UOp *valid, int64_t *out, bool *has)
   bool *used = arena_alloc(c->a, sizeof(bool) * (size_t)(c->nf + 1));
   UList ti = uop_toposort(idx, NULL, NULL);
   for (int i = 0; i < ti.n; i++) if (ti.v[i]->op == OP_RANGE && ti.v[i]->arg->i < c->racap && c->raxis[ti.v[i]->arg->i] >= 0) used[c->raxis[ti.v[i]->arg->i]] = true;
-  for (int i = 0; i < c->nf; i++) if (!used[i]) { out[i] = 0; has[i] = true; }
+  for (int i = 0; i < c->nf; i++) {
+    if (!used[i]) { out[i] = 0; has[i] = true; }
+    else if (!has[i]) out[i] = -1;
+  }
   UList tv = uop_toposort(valid, NULL, NULL);
-  for (int i = 0; i < tv.n; i++) if (tv.v[i]->op == OP_RANGE && tv.v[i]->arg->i < c->racap && c->raxis[tv.v[i]->arg->i] >= 0) has[c->raxis[tv.v[i]->arg->i]] = false;
+  for (int i = 0; i < tv.n; i++)
+    if (tv.v[i]->op == OP_RANGE && tv.v[i]->arg->i < c->racap && c->raxis[tv.v[i]->arg->i] >= 0) {
+      has[c->raxis[tv.v[i]->arg->i]] = false;
+      mk[c->raxis[tv.v[i]->arg->i]] = true;
+    }
 }
 
-/* Kernel.__init__'s simplify_ones + simplify_merge_adjacent over every ShapeTracker, then
- * Kernel.name: "r" with a reduce else "E", the store count when > 1, and the merged full shape */
-static const char *kernel_name(LCtx *c, UOp *ast, bool has_reduce) {
-  int nf = c->nf;
-  /* the ShapeTrackers: sts[0] the output, then every buffer, the reduces, the full shape */
-  int nst = 1 + c->recs.n / 2 + 2 + 1;
+/* Kernel.__init__'s sts (the output, every buffer, each of the nred reduces' output and input, the
+ * full shape with 0 strides) through simplify_ones + simplify_merge_adjacent: the axes the name and
+ * the opts see */
+static void kernel_axes(LCtx *c, KAxes *k) {
+  int nf = c->nf, nred = c->reds.n;
+  int nst = 1 + (c->recs.n - 3) / 3 + 2 * nred + 1;
   Sint **shp = arena_alloc(c->a, sizeof(Sint *) * (size_t)nst);
   int64_t **str = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
-  bool **hs = arena_alloc(c->a, sizeof(bool *) * (size_t)nst);
+  bool **hs = arena_alloc(c->a, sizeof(bool *) * (size_t)nst), **mk = arena_alloc(c->a, sizeof(bool *) * (size_t)nst);
+  int64_t **raw = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
   for (int j = 0; j < nst; j++) {
     shp[j] = arena_alloc(c->a, sizeof(Sint) * (size_t)(nf + 1));
     str[j] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nf + 1));
+    raw[j] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nf + 1));
     hs[j] = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
+    mk[j] = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
     for (int i = 0; i < nf; i++) shp[j][i] = c->F[i];
   }
+  /* views[-1].strides: the ShapeTracker's own when its last view has the full shape's rank (the
+   * usual case; a swizzled reduce's buffers do not), else the index's coefficients */
+  #define RAW_OF(j, st) do { \
+    const ShapeTracker *st_ = (st); \
+    const View *v_ = st_ ? st_->views[st_->nviews - 1] : NULL; \
+    for (int i = 0; i < nf; i++) raw[j][i] = v_ && v_->ndim == nf ? (si_is_int(v_->strides[i]) ? v_->strides[i].c : -1) : str[j][i]; \
+  } while (0)
   int j = 0;
-  real_strides(c, c->out_idx, c->out_valid, str[j], hs[j]);
+  real_strides(c, c->out_idx, c->out_valid, str[j], hs[j], mk[j]);
+  RAW_OF(j, c->recs.v[c->out_rec + 2]);
   for (int i = 0; i < nf; i++) if (c->red[i]) shp[j][i] = si(1);
   j++;
-  for (int k = 0; k + 1 < c->recs.n; k += 2, j++) real_strides(c, c->recs.v[k], c->recs.v[k + 1], str[j], hs[j]);
-  /* a reduce's output and input ShapeTrackers (contiguous), and the full shape with 0 strides */
-  for (int t = 0; t < 2; t++, j++) {
+  for (int q = 0; q + 2 < c->recs.n; q += 3)
+    if (q != c->out_rec) { real_strides(c, c->recs.v[q], c->recs.v[q + 1], str[j], hs[j], mk[j]); RAW_OF(j, c->recs.v[q + 2]); j++; }
+  #undef RAW_OF
+  /* each reduce's output and input ShapeTrackers (contiguous), and the full shape with 0 strides */
+  for (int t = 0; t < 2 * nred; t++, j++) {
     int64_t acc = 1;
     for (int i = nf - 1; i >= 0; i--) {
-      if (t == 0 && c->red[i]) shp[j][i] = si(1);
+      if (t % 2 == 0 && c->red[i]) shp[j][i] = si(1);
       bool one = si_is_int(shp[j][i]) && shp[j][i].c == 1;
       str[j][i] = one ? 0 : acc; hs[j][i] = true;
       acc = si_is_int(shp[j][i]) ? acc * shp[j][i].c : acc;
@@ -549,28 +742,34 @@ static const char *kernel_name(LCtx *c, UOp *ast, bool has_reduce) {
   for (int i = 0; i < nf; i++) { str[j][i] = 0; hs[j][i] = true; }
   int full = j++;
   nst = j;
+  for (int t = 1 + (c->recs.n - 3) / 3; t < nst; t++) memcpy(raw[t], str[t], sizeof(int64_t) * (size_t)nf);
   /* simplify_ones */
   int m = 0;
+  int *kept = arena_alloc(c->a, sizeof(int) * (size_t)(nf + 1));
   for (int i = 0; i < nf; i++) {
     if (si_is_int(c->F[i]) && c->F[i].c == 1) continue;
-    for (int t = 0; t < nst; t++) { shp[t][m] = shp[t][i]; str[t][m] = str[t][i]; hs[t][m] = hs[t][i]; }
-    m++;
+    for (int t = 0; t < nst; t++) { shp[t][m] = shp[t][i]; str[t][m] = str[t][i]; raw[t][m] = raw[t][i]; hs[t][m] = hs[t][i]; mk[t][m] = mk[t][i]; }
+    kept[m++] = i;
   }
   nf = m;
   /* simplify_merge_adjacent */
   int first_reduce = nf;
   for (int i = 0; i < nf; i++) if (!si_eq(shp[0][i], shp[full][i])) { first_reduce = i; break; }
   Sint **rs = arena_alloc(c->a, sizeof(Sint *) * (size_t)nst);
-  int64_t **rt = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
-  bool **rh = arena_alloc(c->a, sizeof(bool *) * (size_t)nst);
+  int64_t **rt = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst), **rr = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
+  bool **rh = arena_alloc(c->a, sizeof(bool *) * (size_t)nst), **rm = arena_alloc(c->a, sizeof(bool *) * (size_t)nst);
+  int *lo = arena_alloc(c->a, sizeof(int) * (size_t)(nf + 1)), *hi = arena_alloc(c->a, sizeof(int) * (size_t)(nf + 1));
   int rn = 0;
+  for (int t = 0; t < nst; t++) {
+    rs[t] = arena_alloc(c->a, sizeof(Sint) * (size_t)(nf + 1));
+    rt[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nf + 1));
+    rr[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nf + 1));
+    rh[t] = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
+    rm[t] = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
+  }
   if (nf) {
-    for (int t = 0; t < nst; t++) {
-      rs[t] = arena_alloc(c->a, sizeof(Sint) * (size_t)nf);
-      rt[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)nf);
-      rh[t] = arena_alloc(c->a, sizeof(bool) * (size_t)nf);
-      rs[t][0] = shp[t][0]; rt[t][0] = str[t][0]; rh[t][0] = hs[t][0];
-    }
+    for (int t = 0; t < nst; t++) { rs[t][0] = shp[t][0]; rt[t][0] = str[t][0]; rr[t][0] = raw[t][0]; rh[t][0] = hs[t][0]; rm[t][0] = mk[t][0]; }
+    lo[0] = hi[0] = 0;
     rn = 1;
     for (int i = 1; i < nf; i++) {
       bool mergeable = i != first_reduce;
@@ -580,20 +779,34 @@ static const char *kernel_name(LCtx *c, UOp *ast, bool has_reduce) {
         mergeable = (sti != 0 && last == shp[t][i].c * sti) || (sti == 0 && last == 0);
       }
       for (int t = 0; t < nst; t++) {
-        if (mergeable) { rs[t][rn - 1] = si_mul(rs[t][rn - 1], shp[t][i]); rt[t][rn - 1] = str[t][i]; rh[t][rn - 1] = hs[t][i]; }
-        else { rs[t][rn] = shp[t][i]; rt[t][rn] = str[t][i]; rh[t][rn] = hs[t][i]; }
+        if (mergeable) { rs[t][rn - 1] = si_mul(rs[t][rn - 1], shp[t][i]); rt[t][rn - 1] = str[t][i]; rr[t][rn - 1] = raw[t][i]; rh[t][rn - 1] = hs[t][i]; rm[t][rn - 1] |= mk[t][i]; }
+        else { rs[t][rn] = shp[t][i]; rt[t][rn] = str[t][i]; rr[t][rn] = raw[t][i]; rh[t][rn] = hs[t][i]; rm[t][rn] = mk[t][i]; }
       }
-      if (!mergeable) rn++;
+      if (mergeable) hi[rn - 1] = i;
+      else { lo[rn] = hi[rn] = i; rn++; }
     }
   }
+  bool *red = arena_alloc(c->a, sizeof(bool) * (size_t)(rn + 1));
+  for (int i = 0; i < rn; i++) red[i] = !si_eq(rs[0][i], rs[full][i]);
+  int64_t **ishp = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
+  for (int t = 0; t < nst; t++) {
+    ishp[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(rn + 1));
+    for (int i = 0; i < rn; i++) ishp[t][i] = si_is_int(rs[t][i]) ? rs[t][i].c : -1;
+  }
+  *k = (KAxes){.n = rn, .size = rs[full], .shape = ishp, .reduce = red, .nst = nst, .stride = rr, .rstride = rt, .real = rh, .masked = rm,
+               .nf = c->nf, .fsize = c->F, .lo = lo, .hi = hi, .kept = kept};
+}
+
+/* Kernel.name: "r" with a reduce else "E", the store count when > 1, and the merged full shape */
+static const char *kernel_name(LCtx *c, UOp *ast, bool has_reduce, const KAxes *k) {
   char buf[1024];
-  int k = snprintf(buf, sizeof buf, "%s", has_reduce ? "r" : "E");
-  if (ast->nsrc > 1) k += snprintf(buf + k, sizeof buf - (size_t)k, "%d", ast->nsrc);
-  k += snprintf(buf + k, sizeof buf - (size_t)k, "_");
-  for (int i = 0; i < rn && k < (int)sizeof buf - 32; i++) {
-    Sint d = rs[full][i];
-    if (si_is_int(d)) k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? "_" : "", (long long)d.c);
-    else k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%s", i ? "_" : "", u_render(c->a, d.u));
+  int n = snprintf(buf, sizeof buf, "%s", has_reduce ? "r" : "E");
+  if (ast->nsrc > 1) n += snprintf(buf + n, sizeof buf - (size_t)n, "%d", ast->nsrc);
+  n += snprintf(buf + n, sizeof buf - (size_t)n, "_");
+  for (int i = 0; i < k->n && n < (int)sizeof buf - 32; i++) {
+    Sint d = k->size[i];
+    if (si_is_int(d)) n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%lld", i ? "_" : "", (long long)d.c);
+    else n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%s", i ? "_" : "", u_render(c->a, d.u));
   }
   return arena_strdup(c->a, buf);
 }
@@ -621,43 +834,111 @@ static int cmp_var(const void *a, const void *b) {
   return strcmp(x->arg->items[0]->s, y->arg->items[0]->s);
 }
 
-Program *lower_kernel(UOp *ast, KNames *names) {
-  if (ast->op != OP_SINK) tg_fail(TG_EINPUT, "kernel AST root is %s, not SINK", op_names[ast->op]);
-  Arena *a = ga();
-  LCtx c = {.a = a};
-  map_init(&c.shapes, a);
-  map_init(&c.memo, a);
-  UList topo = uop_toposort(ast, NULL, NULL);
-  compute_shapes(&c, topo);
+static KOptCfg opt_cfg = {KOPT_HEURISTIC, 0, {{0}}};
+void lower_opt_config(const KOptCfg *cfg) { opt_cfg = *cfg; }
+
+/* lower every STORE of ast (at every upcast index vector when fac is given) into c */
+static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const KAxes *k, int *nstores, UOp ***stores_out) {
+  *c = (LCtx){.a = a, .fac = fac, .grp = grp, .nfac = k ? k->nf : 0, .fsz = k ? k->fsize : NULL};
+  map_init(&c->shapes, a);
+  map_init(&c->memo, a);
+  map_init(&c->rmap, a);
+  map_init(&c->recd, a);
+  compute_shapes(c, topo);
   int maxd = 0;
   for (int i = 0; i < ast->nsrc; i++) {
     UOp *s = ast->src[i];
     if (s->op != OP_STORE) tg_fail(TG_EINPUT, "kernel SINK source %d is %s, not STORE", i, op_names[s->op]);
-    const SList *sh = shape_of(&c, s->src[0]);
+    const SList *sh = shape_of(c, s->src[0]);
     if (sh && sh->n > maxd) maxd = sh->n;
   }
-  c.next_range = maxd;
-  map_init(&c.newaxis, a);
-  vec_init(&c.recs, a);
-  {
-    const SList *osh = shape_of(&c, ast->src[ast->nsrc - 1]->src[0]);
-    c.nout = osh ? osh->n : 0;
-    c.oshape = osh ? osh->v : NULL;
-    for (int i = 0; i < c.nout; i++) add_axis(&c, osh->v[i], false);
-    for (int i = 0; i < maxd; i++) set_raxis(&c, i, i < c.nout ? i : -1);
+  c->next_range = maxd;
+  map_init(&c->newaxis, a);
+  vec_init(&c->recs, a);
+  vec_init(&c->reds, a);
+  const SList *osh = shape_of(c, ast->src[ast->nsrc - 1]->src[0]);
+  c->nout = osh ? osh->n : 0;
+  c->oshape = osh ? osh->v : NULL;
+  for (int i = 0; i < c->nout; i++) add_axis(c, osh->v[i], false);
+  for (int i = 0; i < maxd; i++) set_raxis(c, i, i < c->nout ? i : -1);
+  int64_t combos = osh ? store_combos(c, sl(osh->n, osh->v)) : 1;
+  for (int i = 0; i < ast->nsrc; i++)
+    if (store_combos(c, st_shape(ast->src[i]->src[0]->arg->st)) != combos) tg_fail(TG_EINTERNAL, "lower: stores of different shapes under opts");
+  int ns = (int)(ast->nsrc * combos);
+  UOp **stores = arena_alloc(a, sizeof(UOp *) * (size_t)(ns + 1));
+  for (int64_t t = 0; t < combos; t++)
+    for (int i = 0; i < ast->nsrc; i++) stores[t * ast->nsrc + i] = lower_store(c, ast->src[i], t);
+  *nstores = ns; *stores_out = stores;
+  return uop_sink(ns, stores, NULL);
+}
+
+/* lower_pass with opts; NULL (tg_last_error says why) when a TG_EINTERNAL check refuses them */
+static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const KAxes *k, int *nstores, UOp ***stores) {
+  UOp *volatile r = NULL;
+  TgTry t;
+  if (TG_TRY(t)) {
+    r = lower_pass(c, a, ast, topo, fac, grp, k, nstores, stores);
+    if (c->nf != k->nf) tg_fail(TG_EINTERNAL, "opts changed the kernel's axes");
+    tg_try_end(&t);
+  } else if (tg_last_error.code != TG_EINTERNAL) tg_fail(tg_last_error.code, "%s", tg_last_error.msg);
+  return r;
+}
+
+/* the opts for this kernel (the heuristic's or the user's), as factors on c's axes; n = 0: none */
+static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, KOpt *opts, int **fac, int **grp) {
+  if (opt_cfg.mode == KOPT_NONE) return 0;
+  /* stores of another shape than the output's, or more than one: keep tinygrad's NOOPT loops */
+  for (int i = 0; i + 1 < ast->nsrc; i++) {
+    SList a = st_shape(ast->src[i]->src[0]->arg->st);
+    if (a.n != c->nout) return 0;
+    for (int d = 0; d < a.n; d++) if (!si_eq(a.v[d], c->oshape[d])) return 0;
   }
-  UOp **stores = arena_alloc(a, sizeof(UOp *) * (size_t)(ast->nsrc + 1));
-  for (int i = 0; i < ast->nsrc; i++) stores[i] = lower_store(&c, ast->src[i]);
-  UOp *lsink = uop_sink(ast->nsrc, stores, NULL);
+  int n;
+  if (opt_cfg.mode == KOPT_LIST) { n = opt_cfg.n; memcpy(opts, opt_cfg.v, sizeof(KOpt) * (size_t)n); }
+  else n = kopt_heuristic(c->a, k, opts);
+  if (!n) return 0;
+  *fac = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
+  *grp = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
+  char why[256];
+  if (!kopt_factors(c->a, k, n, opts, *fac, *grp, why, sizeof why)) {
+    if (opt_cfg.mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
+    return 0;
+  }
+  return n;
+}
+
+Program *lower_kernel(UOp *ast, KNames *names) {
+  if (ast->op != OP_SINK) tg_fail(TG_EINPUT, "kernel AST root is %s, not SINK", op_names[ast->op]);
+  Arena *a = ga();
+  LCtx c;
+  UList topo = uop_toposort(ast, NULL, NULL);
+  int nst;
+  UOp **stores;
+  UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, &nst, &stores);
+  bool has_reduce = c.reds.n > 0;
+  KAxes kx;
+  kernel_axes(&c, &kx);
+  const char *nm = kernel_name(&c, ast, has_reduce, &kx);
+  KOpt opts[KOPT_MAX];
+  int *fac = NULL, *grp = NULL, nopt = choose_opts(&c, ast, &kx, opts, &fac, &grp);
+  if (nopt) {
+    LCtx c2;
+    int nst2;
+    UOp **stores2, *l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, &kx, &nst2, &stores2);
+    if (l2) { c = c2; lsink = l2; nst = nst2; stores = stores2; }
+    else if (opt_cfg.mode == KOPT_LIST) tg_fail(TG_EINPUT, "opts %s: %s", kopt_format(a, nopt, opts), tg_last_error.msg);
+    else nopt = 0;   /* the heuristic's opts do not lower here: the kernel keeps its NOOPT loops */
+  }
 
   Lin l = {.a = a, .nw = (c.next_range + 63) / 64 + 1, .ctxcap = 16};
   map_init(&l.fr, a);
+  map_init(&l.groups, a);
   l.ctx = arena_alloc(a, sizeof(Scope *) * (size_t)l.ctxcap);
   UList ltopo = uop_toposort(lsink, NULL, NULL);
   compute_fr(&l, ltopo);
   Scope *root = scope_new(&l, NULL);
   l.ctx[0] = root; l.d = 0;
-  for (int i = 0; i < ast->nsrc; i++) {
+  for (int i = 0; i < nst; i++) {
     UOp *s = stores[i];
     int nr = s->nsrc - 2, p = 0;
     while (p < nr && p < l.d && l.ctx[p + 1]->range == s->src[2 + p]) p++;
@@ -675,6 +956,8 @@ Program *lower_kernel(UOp *ast, KNames *names) {
   pg->inst = arena_alloc(a, sizeof(LInst) * (size_t)(out.n + 1));
   for (int i = 0; i < out.n; i++) pg->inst[i] = *(LInst *)out.v[i];
   pg->nranges = c.next_range;
+  pg->nopts = nopt;
+  if (nopt) memcpy(pg->opts, opts, sizeof(KOpt) * (size_t)nopt);
 
   /* parameters: DEFINE_GLOBALs by slot, DEFINE_VARs by name */
   PtrVec gl, vs;
@@ -693,7 +976,7 @@ Program *lower_kernel(UOp *ast, KNames *names) {
   for (int i = 0; i < gl.n; i++) {
     UOp *g = gl.v[i];
     pg->globals[i].u = g;
-    for (int k = 0; k < ast->nsrc; k++) if (stores[k]->src[0]->src[0] == g) pg->globals[i].written = true;
+    for (int k = 0; k < nst; k++) if (stores[k]->src[0]->src[0] == g) pg->globals[i].written = true;
   }
   qsort(pg->globals, (size_t)gl.n, sizeof(KParam), cmp_global);
   pg->nvars = vs.n;
@@ -701,9 +984,6 @@ Program *lower_kernel(UOp *ast, KNames *names) {
   if (vs.n) memcpy(pg->vars, vs.v, sizeof(UOp *) * (size_t)vs.n);
   qsort(pg->vars, (size_t)vs.n, sizeof(UOp *), cmp_var);
 
-  bool has_reduce = false;
-  for (int i = 0; i < topo.n; i++) has_reduce |= topo.v[i]->op == OP_REDUCE_AXIS;
-  const char *nm = kernel_name(&c, ast, has_reduce);
   if (names) {
     const Value *key = v_str(lower_function_name(a, nm));
     bool isnew;

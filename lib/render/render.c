@@ -448,9 +448,9 @@ static int64_t range_coef(UOp *u, UOp *range, int depth) {
   return 0;
 }
 /* the accumulators of loop i if it can be a simd reduction (see RenderBackend.simd), else NULL:
- * an innermost loop holding values and float32/64 ADD updates only, whose loads step by 0 or 1
- * element per iteration (a strided walk, like a matmul's column, vectorizes badly and blocks the
- * compiler's own loop interchange) */
+ * an innermost loop holding values and float32/64 ADD updates only, whose loads step by at most 8
+ * elements per iteration (an unrolled contiguous walk steps by the unroll; a wide stride, like a
+ * matmul's column, vectorizes badly and blocks the compiler's own loop interchange) */
 static const char *simd_accs(R *r, const Program *p, int i) {
   UOp *loop = p->inst[i].u;
   const char *names = NULL;
@@ -460,7 +460,7 @@ static const char *simd_accs(R *r, const Program *p, int i) {
     if (in->kind == LK_LOOP || in->kind == LK_ACC || in->kind == LK_STORE) return NULL;
     if (in->kind == LK_VALUE && in->u->op == OP_LOAD && in->u->src[0]->op == OP_INDEX) {
       int64_t c = range_coef(in->u->src[0]->src[1], loop, 0);
-      if (c != 0 && c != 1) return NULL;
+      if (c < 0 || c > 8) return NULL;
     }
     if (in->kind == LK_ACCUM) {
       const DType *dt = in->u->dtype;
@@ -473,18 +473,21 @@ static const char *simd_accs(R *r, const Program *p, int i) {
   return NULL;
 }
 /* the depth-0 loop that may run across threads (NULL: none): alone at its depth, and the kernel
- * does at least 2^15 innermost iterations (a symbolic bound counts as 16) */
+ * does at least 2^15 innermost iterations times the updates and stores it holds (an upcast does
+ * more per iteration; a symbolic bound counts as 16) */
 static UOp *parallel_loop(const Program *p) {
   int li = lone_loop(p, 0, p->ninst, 0);
   UOp *loop = li >= 0 ? p->inst[li].u : NULL;
   if (!loop || (loop->src[0]->op == OP_CONST && loop->src[0]->arg->i < 2)) return NULL;
-  double work = 1;
-  for (int i = 0; i < p->ninst; i++)
+  double work = 1, updates = 0;
+  for (int i = 0; i < p->ninst; i++) {
     if (p->inst[i].kind == LK_LOOP) {
       UOp *e = p->inst[i].u->src[0];
       work *= e->op == OP_CONST ? (double)e->arg->i : 16.0;
     }
-  return work >= 32768 ? loop : NULL;
+    updates += p->inst[i].kind == LK_ACCUM || p->inst[i].kind == LK_STORE;
+  }
+  return work * (updates > 1 ? updates : 1) >= 32768 ? loop : NULL;
 }
 
 char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
@@ -506,6 +509,7 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
   }
   SB b;
   sb_init(&b, a);
+  if (p->nopts) sb_printf(&b, "/* opts: %s */\n", kopt_format(a, p->nopts, p->opts));
   sb_printf(&b, "%s %s(", be->kernel_prefix, p->fname);
   for (int i = 0; i < p->nglobals; i++) {
     const DType *d = p->globals[i].u->dtype;
