@@ -209,6 +209,7 @@ static const View *jview(RCtx *R, const cJSON *j) {
   int nd, ns;
   size_t o = ppush(R, ".shape");
   Sint *sh = jsints(R, shape, &nd, "a shape array");
+  if (nd > TG_MAX_RANK) rfail(R, "a shape of %d dimensions (tgc takes at most %d)", nd, TG_MAX_RANK);
   ppop(R, o);
   o = ppush(R, ".strides");
   Sint *st = jsints(R, strides, &ns, "a strides array");
@@ -707,7 +708,8 @@ static void verify_reduce_axes(RCtx *R, UOp *u) {
 static void verify_st(RCtx *R, UOp *u) {
   TgTry t;
   if (TG_TRY(t)) {
-    u_st(u);
+    const ShapeTracker *st = u_st(u);
+    if (st && st_shape(st).n > TG_MAX_RANK) tg_fail(TG_EINPUT, "a shape of %d dimensions (tgc takes at most %d)", st_shape(st).n, TG_MAX_RANK);
     tg_try_end(&t);
   } else {
     TgErr e = tg_last_error;

@@ -50,9 +50,11 @@ static const Value *identity_element(Op op, const DType *dt) {
   return as_const(v_bool(false), dt);
 }
 
-static int reduce_axes(UOp *reduce, int *axes) {
+/* the reduce's axes, in an arena array (a reduce has as many as its source has dims) */
+static int reduce_axes_of(UOp *reduce, int **axes) {
   const Value *ax = reduce->arg->items[1];
-  for (int i = 0; i < ax->n; i++) axes[i] = (int)ax->items[i]->i;
+  *axes = arena_alloc(ga(), sizeof(int) * (size_t)(ax->n + 1));
+  for (int i = 0; i < ax->n; i++) (*axes)[i] = (int)ax->items[i]->i;
   return ax->n;
 }
 static bool in_axes(int i, int n, const int *axes) { for (int j = 0; j < n; j++) if (axes[j] == i) return true; return false; }
@@ -63,7 +65,7 @@ static UOp *simplify_stride0_reduce(const Match *m, void *ctx) {
   // must be unmasked (NOTE: can be relaxed if not masked on stride 0 axis)
   if (st_masked(st)) return NULL;
   // must have all stride 0 in the relevant axis (NOTE: can do partial)
-  int axes[64], na = reduce_axes(reduce, axes);
+  int *axes, na = reduce_axes_of(reduce, &axes);
   const View *last = st->views[st->nviews - 1];
   for (int i = 0; i < na; i++) if (!si_is(last->strides[axes[i]], 0)) return NULL;
   SList xs = u_shape(x);
@@ -98,9 +100,11 @@ static UOp *split_reduceop(const Match *m, void *ctx) {
   //   ~2**10 should be enough if GROUP is used
   // 256 split maximum should be "negligible reduce" for low prod(reduce.shape), 8 split minimum.
   // split is moved to the end to provide maximum locality for the second phase reduce.
-  Sint rstr[64]; bool has[64];
+  /* a split adds a dimension, and a threshold of 0 splits again: ranks are not bounded by 64 here */
+  Sint *rstr = arena_alloc(ga(), sizeof(Sint) * (size_t)(xs.n + 1));
+  bool *has = arena_alloc(ga(), sizeof(bool) * (size_t)(xs.n + 1));
   st_real_strides(u_st(x), true, rstr, has);
-  int axes[64], na = reduce_axes(reduce, axes);
+  int *axes, na = reduce_axes_of(reduce, &axes);
   int64_t lim = (int64_t)1 << uctx->opt.reduceop_split_size;
   lim = lim / prs.c;
   if (lim > 256) lim = 256;
@@ -112,6 +116,9 @@ static UOp *split_reduceop(const Match *m, void *ctx) {
     }
   }
   if (dim_to_split < 0) return NULL;
+  /* the whole reduce is the split axis: the second reduce would be this one again (tinygrad recurses
+   * without end here; only a REDUCEOP_SPLIT_THRESHOLD below 256 gets this far) */
+  if (px / prs.c == divisor) return NULL;
   int n = xs.n;
   Sint *sh = arena_alloc(ga(), sizeof(Sint) * (size_t)(n + 2));
   int k = 0;
@@ -181,7 +188,7 @@ static UOp *rw_not_image(const Match *m, void *ctx) {
   for (int i = 0; i < dt->nshape; i++) pd *= dt->shape[i];
   bool bad = !(si_is_int(p) && p.c == pd);
   if (!bad) {
-    int axes[64], n = st_unit_stride_axes(u_st(u), false, axes);
+    int *axes = arena_alloc(ga(), sizeof(int) * (size_t)(shp.n + 1)), n = st_unit_stride_axes(u_st(u), false, axes);
     bool any = false;
     for (int i = 0; i < n; i++) if (si_is_int(shp.v[axes[i]]) && shp.v[axes[i]].c % 4 == 0) any = true;
     bad = !any;

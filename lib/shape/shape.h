@@ -6,6 +6,10 @@
 #define TGC_SHAPE_H
 #include "../symbolic/symbolic.h"
 
+/* the most dimensions a graph's shapes may have (the reader refuses more; passes add a few and keep
+ * small fixed arrays of up to 64 axes) */
+enum { TG_MAX_RANK = 32 };
+
 typedef struct SList { int n; const Sint *v; } SList;   /* a shape / strides tuple */
 static inline SList sl(int n, const Sint *v) { return (SList){n, v}; }
 SList sl_ints(int n, const int64_t *xs);               /* arena copy */
