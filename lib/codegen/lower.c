@@ -706,8 +706,10 @@ static void kernel_axes(LCtx *c, KAxes *k) {
   int64_t **str = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
   bool **hs = arena_alloc(c->a, sizeof(bool *) * (size_t)nst), **mk = arena_alloc(c->a, sizeof(bool *) * (size_t)nst);
   int64_t **raw = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
+  Sint **own = arena_alloc(c->a, sizeof(Sint *) * (size_t)nst); /* the shape apply_opt checks */
   for (int j = 0; j < nst; j++) {
     shp[j] = arena_alloc(c->a, sizeof(Sint) * (size_t)(nf + 1));
+    own[j] = arena_alloc(c->a, sizeof(Sint) * (size_t)(nf + 1));
     str[j] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nf + 1));
     raw[j] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nf + 1));
     hs[j] = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
@@ -742,13 +744,21 @@ static void kernel_axes(LCtx *c, KAxes *k) {
   for (int i = 0; i < nf; i++) { str[j][i] = 0; hs[j][i] = true; }
   int full = j++;
   nst = j;
+  /* each ShapeTracker's own shape: the full shape, but a reduce's source shape for its input (a
+   * kernel can reduce one axis at two sizes; tinygrad's shift checks refuse what does not divide it) */
+  for (int t = 0; t < nst; t++) memcpy(own[t], shp[t], sizeof(Sint) * (size_t)nf);
+  for (int r = 0; r < nred; r++) {
+    const SList *rsh = c->reds.v[r];
+    int t = 1 + (c->recs.n - 3) / 3 + 2 * r + 1;
+    if (rsh->n == nf && nf == c->nout) memcpy(own[t], rsh->v, sizeof(Sint) * (size_t)nf);
+  }
   for (int t = 1 + (c->recs.n - 3) / 3; t < nst; t++) memcpy(raw[t], str[t], sizeof(int64_t) * (size_t)nf);
   /* simplify_ones */
   int m = 0;
   int *kept = arena_alloc(c->a, sizeof(int) * (size_t)(nf + 1));
   for (int i = 0; i < nf; i++) {
     if (si_is_int(c->F[i]) && c->F[i].c == 1) continue;
-    for (int t = 0; t < nst; t++) { shp[t][m] = shp[t][i]; str[t][m] = str[t][i]; raw[t][m] = raw[t][i]; hs[t][m] = hs[t][i]; mk[t][m] = mk[t][i]; }
+    for (int t = 0; t < nst; t++) { shp[t][m] = shp[t][i]; own[t][m] = own[t][i]; str[t][m] = str[t][i]; raw[t][m] = raw[t][i]; hs[t][m] = hs[t][i]; mk[t][m] = mk[t][i]; }
     kept[m++] = i;
   }
   nf = m;
@@ -791,7 +801,11 @@ static void kernel_axes(LCtx *c, KAxes *k) {
   int64_t **ishp = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
   for (int t = 0; t < nst; t++) {
     ishp[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(rn + 1));
-    for (int i = 0; i < rn; i++) ishp[t][i] = si_is_int(rs[t][i]) ? rs[t][i].c : -1;
+    for (int i = 0; i < rn; i++) {
+      int64_t p = 1;
+      for (int q = lo[i]; q <= hi[i] && p >= 0; q++) p = si_is_int(own[t][q]) ? p * own[t][q].c : -1;
+      ishp[t][i] = p;
+    }
   }
   *k = (KAxes){.n = rn, .size = rs[full], .shape = ishp, .reduce = red, .nst = nst, .stride = rr, .rstride = rt, .real = rh, .masked = rm,
                .nf = c->nf, .fsize = c->F, .lo = lo, .hi = hi, .kept = kept};
