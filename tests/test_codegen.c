@@ -144,6 +144,10 @@ Test(codegen, matmul_upcast_unroll) {
     cr_expect_eq(accs, 12);
     cr_expect_eq(accums, 12);
     cr_expect_eq(stores, 12);
+    /* the four unrolled loads of a row of data1 are one vector load in C (not in OpenCL) */
+    char *src = render_kernel(ga(), ps[0], &render_c);
+    cr_expect(strstr(src, "tg_f4 vec0 = (*(const tg_f4*)(data1+") && strstr(src, "= vec0[3];") && strstr(src, "typedef float tg_f4"), "%s", src);
+    cr_expect(!strstr(render_kernel(ga(), ps[0], &render_opencl), "tg_f4"));
     tg_try_end(&t);
   } else cr_assert_fail("%s", tg_last_error.msg);
   uop_ctx_free(c);

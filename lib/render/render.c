@@ -126,6 +126,8 @@ static const char prelude_f2bf[] =
   "}\n";
 static const char prelude_br[] = "static inline float tg_br(float f) { return tg_bf2f(tg_f2bf(f)); }\n";
 /* tinygrad's xpow (uop/decompositions.py) */
+/* 4 floats as one vector (GCC/Clang); aligned(4) and may_alias: a load from any float address */
+static const char prelude_f4[] = "typedef float tg_f4 __attribute__((vector_size(16), aligned(4), may_alias));\n";
 static const char prelude_powf[] =
   "static inline float tg_powf(float b, float e) {\n"
   "  float ret = exp2f(log2f(b < 0 ? -b : b) * e);\n"
@@ -185,7 +187,7 @@ static const char *c_storage(const DType *d) {
 const RenderBackend render_c = {
   .name = "c", .ext = ".c", .kernel_prefix = "void", .buffer_prefix = "", .buffer_suffix = " restrict",
   .readonly_prefix = "const ", .arg_int_prefix = "const int", .infinity = "INFINITY", .nan = "NAN",
-  .emulated_16bit = true, .type_name = c_type, .storage_name = c_storage,
+  .emulated_16bit = true, .type_name = c_type, .storage_name = c_storage, .vec4 = true,
 };
 
 /* ---------------------------------------------------------------- constants */
@@ -237,8 +239,12 @@ typedef struct R {
   Map names;        /* UOp -> const char* (a variable name or an inline expression) */
   Map uses;         /* UOp -> use count (intptr_t) */
   Map usedepth;     /* UOp -> depth of the last user + 1 */
+  Map vec;          /* a LOAD in a vector group -> its VLoad */
   int cnt[8];       /* per name prefix */
 } R;
+/* one lane of a 4-wide vector load: the group's head (its first load in program order) holds the
+ * buffer, base, first offset and mask */
+typedef struct VLoad { struct VLoad *head; int lane, first; UOp *buf, *base, *valid; int64_t c; const char *name; } VLoad;
 enum { PF_VAL, PF_ALU, PF_CAST, PF_ACC };
 static const char *const prefixes[] = {"val", "alu", "cast", "acc"};
 
@@ -358,6 +364,14 @@ static void count_use(R *r, UOp *u, int depth) {
   map_put(&r->usedepth, u, uop_h(u), (void *)(intptr_t)(depth + 1));
 }
 
+static void uncount_use(R *r, UOp *u) {
+  if (u->op == OP_INDEX) { for (int k = 1; k < u->nsrc; k++) uncount_use(r, u->src[k]); return; }
+  intptr_t n = use_count(r, u);
+  if (n > 0) map_put(&r->uses, u, uop_h(u), (void *)(n - 1));
+}
+/* a value the renderer may inline or drop (no side effect, no load) */
+static bool pure_value(UOp *u) { return (op_in((Op)u->op, G_ALU) && u->op != OP_WHERE) || u->op == OP_CAST || u->op == OP_BITCAST; }
+
 static const char *acc_update(R *r, UOp *red, const char *acc, const char *v) {
   Op op = red->arg->op;
   const DType *dt = red->dtype;
@@ -472,6 +486,80 @@ static const char *simd_accs(R *r, const Program *p, int i) {
   }
   return NULL;
 }
+/* a float load's index as base + c (base NULL: a constant index) */
+static void split_const(UOp *idx, UOp **base, int64_t *c) {
+  if (idx->op == OP_CONST && idx->arg->kind == V_INT) { *base = NULL; *c = idx->arg->i; return; }
+  if (idx->op == OP_ADD && idx->src[1]->op == OP_CONST && idx->src[1]->arg->kind == V_INT) { *base = idx->src[0]; *c = idx->src[1]->arg->i; return; }
+  *base = idx; *c = 0;
+}
+static UOp *vkey(UOp *buf, UOp *base, UOp *valid, int block, int depth, int64_t c) {
+  UOp *s[6] = {buf, base ? base : uop_const_int(dt_int, -1), valid ? valid : uop_const_int(dt_int, -2),
+               uop_const_int(dt_int, block), uop_const_int(dt_int, depth), uop_const_int(dt_int, c)};
+  return uop_new(OP_NOOP, dt_void, 6, s, v_str("tgc.vec"), NULL);
+}
+/* group float32 loads into 4-wide vector loads (RenderBackend.vec4): runs of consecutive offsets
+ * from one base, same buffer, same mask, same loop body, cut into fours from the run's start */
+static void find_vec_loads(R *r) {
+  const Program *p = r->p;
+  Map at;
+  map_init(&at, r->a);
+  int *blk = arena_alloc(r->a, sizeof(int) * (size_t)(p->ninst + 1)), block = 0;
+  for (int i = 0; i < p->ninst; i++) {
+    const LInst *in = &p->inst[i];
+    if (in->kind == LK_LOOP || in->kind == LK_ENDLOOP) block++;
+    blk[i] = block;
+    UOp *u = in->u;
+    if (in->kind != LK_VALUE || u->op != OP_LOAD || u->dtype != dt_float || u->src[0]->op != OP_INDEX) continue;
+    UOp *ix = u->src[0], *buf = ix->src[0], *base;
+    if (dt_base(buf->dtype) != dt_float) continue;
+    int64_t c;
+    split_const(ix->src[1], &base, &c);
+    UOp *k = vkey(buf, base, ix->nsrc > 2 ? ix->src[2] : NULL, block, in->depth, c);
+    map_put(&at, k, uop_h(k), (void *)(intptr_t)(i + 1));
+  }
+  int ng = 0;
+  for (int i = 0; i < p->ninst; i++) {
+    const LInst *in = &p->inst[i];
+    UOp *u = in->u;
+    if (in->kind != LK_VALUE || u->op != OP_LOAD || u->dtype != dt_float || u->src[0]->op != OP_INDEX) continue;
+    UOp *ix = u->src[0], *buf = ix->src[0], *base, *valid = ix->nsrc > 2 ? ix->src[2] : NULL;
+    if (dt_base(buf->dtype) != dt_float) continue;
+    int64_t c;
+    split_const(ix->src[1], &base, &c);
+    UOp *pk = vkey(buf, base, valid, blk[i], in->depth, c - 1);
+    if (map_get(&at, pk, uop_h(pk), NULL)) continue;   /* not the start of a run */
+    for (int64_t c0 = c;; c0 += 4) {
+      int idx[4];
+      bool full = true;
+      for (int l = 0; l < 4 && full; l++) {
+        UOp *k = vkey(buf, base, valid, blk[i], in->depth, c0 + l);
+        idx[l] = (int)(intptr_t)map_get(&at, k, uop_h(k), NULL) - 1;
+        full = idx[l] >= 0;
+      }
+      if (!full) break;
+      int first = idx[0];
+      for (int l = 1; l < 4; l++) if (idx[l] < first) first = idx[l];
+      VLoad *h = NULL;
+      for (int l = 0; l < 4; l++) {
+        VLoad *v = arena_alloc(r->a, sizeof *v);
+        *v = (VLoad){.lane = l, .first = first, .buf = buf, .base = base, .valid = valid, .c = c0};
+        if (!h) h = v;
+        v->head = h;
+        UOp *m = p->inst[idx[l]].u;
+        map_put(&r->vec, m, uop_h(m), v);
+      }
+      h->name = arena_printf(r->a, "vec%d", ng++);
+    }
+  }
+}
+/* the vector load of a group: *(const tg_f4*)(buf+base+c), 0 where the mask is false */
+static const char *render_vec_load(R *r, const VLoad *h) {
+  const char *off = h->base ? arena_printf(r->a, "%s+%s", nm(r, h->base), h->c ? arena_printf(r->a, "(%lld)", (long long)h->c) : "0")
+                            : arena_printf(r->a, "%lld", (long long)h->c);
+  const char *e = arena_printf(r->a, "(*(const tg_f4*)(%s+%s))", nm(r, h->buf), off);
+  return h->valid ? arena_printf(r->a, "(%s?%s:(tg_f4){0.0f,0.0f,0.0f,0.0f})", nm(r, h->valid), e) : e;
+}
+
 /* the depth-0 loop that may run across threads (NULL: none): alone at its depth, and the kernel
  * does at least 2^15 innermost iterations times the updates and stores it holds (an upcast does
  * more per iteration; a symbolic bound counts as 16) */
@@ -495,10 +583,19 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
   RenderLaunch launch;
   render_launch(p, be, &launch);
   UOp *ploop = be->parallel ? parallel_loop(p) : NULL;
-  map_init(&r.names, a); map_init(&r.uses, a); map_init(&r.usedepth, a);
+  map_init(&r.names, a); map_init(&r.uses, a); map_init(&r.usedepth, a); map_init(&r.vec, a);
+  if (be->vec4) find_vec_loads(&r);
   for (int i = 0; i < p->ninst; i++) {
     const LInst *in = &p->inst[i];
     UOp *u = in->u;
+    const VLoad *vl = in->kind == LK_VALUE ? map_get(&r.vec, u, uop_h(u), NULL) : NULL;
+    if (vl) {   /* a lane: the group's head uses the base and the mask, once */
+      if (vl->head == vl) {
+        if (vl->base) count_use(&r, vl->base, p->inst[vl->first].depth);
+        if (vl->valid) count_use(&r, vl->valid, p->inst[vl->first].depth);
+      }
+      continue;
+    }
     /* MAX prints its operands twice: count them twice so they get a variable */
     int times = (in->kind == LK_VALUE && u->op == OP_MAX) || (in->kind == LK_ACCUM && u->arg->op == OP_MAX) ? 2 : 1;
     for (int t = 0; t < times; t++) {
@@ -507,6 +604,14 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
     }
     if (in->kind == LK_LOOP) count_use(&r, u->src[0], in->depth);
   }
+  /* index arithmetic only vector lanes used is dead now: drop its uses of its own sources, last first */
+  if (r.vec.live)
+    for (int i = p->ninst - 1; i >= 0; i--) {
+      const LInst *in = &p->inst[i];
+      UOp *u = in->u;
+      if (in->kind != LK_VALUE || !pure_value(u) || use_count(&r, u) != 0 || map_get(&r.vec, u, uop_h(u), NULL)) continue;
+      for (int k = 0; k < u->nsrc; k++) uncount_use(&r, u->src[k]);
+    }
   SB b;
   sb_init(&b, a);
   if (p->nopts) sb_printf(&b, "/* opts: %s */\n", kopt_format(a, p->nopts, p->opts));
@@ -569,10 +674,16 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       break;
     }
     case LK_VALUE: {
-      const char *e = render_expr(&r, u);
-      bool can_inline = (op_in((Op)u->op, G_ALU) && u->op != OP_WHERE) || u->op == OP_CAST || u->op == OP_BITCAST;
+      const VLoad *vl = map_get(&r.vec, u, uop_h(u), NULL);
+      if (vl && vl->first == i) {   /* the group's first load in program order: the vector load */
+        sb_indent(&b, d);
+        sb_printf(&b, "tg_f4 %s = %s;\n", vl->head->name, render_vec_load(&r, vl->head));
+      }
+      const char *e = vl ? arena_printf(a, "%s[%d]", vl->head->name, vl->lane) : render_expr(&r, u);
+      bool can_inline = pure_value(u);
       intptr_t ud = (intptr_t)map_get(&r.usedepth, u, uop_h(u), NULL);
       if (can_inline && use_count(&r, u) == 1 && ud == in->depth + 1) { map_put(&r.names, u, uop_h(u), (void *)e); break; }
+      if (can_inline && use_count(&r, u) == 0) { map_put(&r.names, u, uop_h(u), (void *)e); break; } /* only vector lanes used it */
       int pf = u->op == OP_LOAD ? PF_VAL : (u->op == OP_CAST || u->op == OP_BITCAST) ? PF_CAST : PF_ALU;
       const char *vn = arena_printf(a, "%s%d", prefixes[pf], r.cnt[pf]++);
       map_put(&r.names, u, uop_h(u), (void *)vn);
@@ -644,6 +755,7 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
   if (bf2f) put_helper(&b, "TGC_BF2F", prelude_bf2f);
   if (f2bf) put_helper(&b, "TGC_F2BF", prelude_f2bf);
   if (br) put_helper(&b, "TGC_BR", prelude_br);
+  if (strstr(t, "tg_f4 ")) put_helper(&b, "TGC_F4", prelude_f4);
   if (calls(t, "tg_powf")) put_helper(&b, "TGC_POWF", prelude_powf);
   if (calls(t, "tg_pow")) put_helper(&b, "TGC_POW", prelude_pow);
   if (calls(t, "tg_threefry")) put_helper(&b, "TGC_THREEFRY", prelude_threefry);

@@ -43,6 +43,10 @@ typedef struct RenderBackend {
    * simd reduction(+:acc...)" (compile with -fopenmp-simd or -fopenmp), which lets the compiler
    * vectorize the sum (reassociating it, as tinygrad's UNROLL/GROUP opts do) */
   bool simd;
+  /* C backend: four float32 loads of one buffer at base+c..base+c+3 under one mask in one block
+   * become one 16-byte vector load (tg_f4, a GCC/Clang vector type) and its lanes, as tinygrad's
+   * float4 loads */
+  bool vec4;
 } RenderBackend;
 /* the C backend with parallel set (threads: 1 none, 0 OpenMP's default count, N); simd with it */
 RenderBackend render_c_threads(int threads);
