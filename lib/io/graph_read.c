@@ -704,6 +704,14 @@ static void verify_reduce_axes(RCtx *R, UOp *u) {
       if (ax->items[q]->i == x->i) rfail(R, "reduce axis %lld is given twice", (long long)x->i);
   }
 }
+/* MULTI(x, axis): the sharded axis is an axis of x */
+static void verify_multi_axis(RCtx *R, UOp *u) {
+  if (u->nsrc < 1) rfail(R, "a MULTI needs its shards");
+  if (u->arg->kind != V_INT || u->arg->n) return;   /* the spec check names a non-int axis */
+  const ShapeTracker *st = u_st(u->src[0]);
+  int nd = st ? st_shape(st).n : 0;
+  if (u->arg->i < 0 || u->arg->i >= nd) rfail(R, "MULTI axis %lld is not an axis of a %d-dimensional shape", (long long)u->arg->i, nd);
+}
 /* UOp.st of the row, its failure prefixed with the row */
 static void verify_st(RCtx *R, UOp *u) {
   TgTry t;
@@ -727,6 +735,7 @@ static void verify_rows(RCtx *R, Graph *g) {
     if (u->op == OP_BIND) verify_bind(R, u);
     if (u->op != OP_SINK) verify_st(R, u); /* a SINK's sources differ in shape; tinygrad never asks its st */
     if (u->op == OP_REDUCE_AXIS) verify_reduce_axes(R, u);
+    if (u->op == OP_MULTI) verify_multi_axis(R, u);
   }
   /* reach[id]: the node is in the sink's graph and not checked yet (ids are dense per context) */
   ArenaMark mk = arena_mark(&uctx->scratch);
