@@ -105,7 +105,9 @@ static UOp *split_reduceop(const Match *m, void *ctx) {
   bool *has = arena_alloc(ga(), sizeof(bool) * (size_t)(xs.n + 1));
   st_real_strides(u_st(x), true, rstr, has);
   int *axes, na = reduce_axes_of(reduce, &axes);
-  int64_t lim = (int64_t)1 << uctx->opt.reduceop_split_size;
+  /* 2**REDUCEOP_SPLIT_SIZE // prod(reduce.shape), in Python's unbounded ints (any size the options give) */
+  int sz = uctx->opt.reduceop_split_size;
+  int64_t lim = sz < 0 ? 0 : sz >= 62 ? INT64_MAX : (int64_t)1 << sz;
   lim = lim / prs.c;
   if (lim > 256) lim = 256;
   int dim_to_split = -1; int64_t divisor = 0;
