@@ -74,6 +74,8 @@ leak: $(BUILD)/tgc
 
 conformance: $(BUILD)/tgc $(BUILD)/conformance
 	BUILD=$(BUILD) TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE) $(CONFORMANCE_BARS)
+	@echo "== testdata/numeric: tgc's own numeric cases (recorded by testdata/numeric/make_numeric.py)"
+	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 $(CONFORMANCE_BARS) testdata/numeric
 
 pytest: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc TGC_ORACLE=$(ORACLE) python3 -m pytest -q tests/test_schemas.py tests/test_tools.py

@@ -1,0 +1,25 @@
+#!/usr/bin/env python3
+"""Regenerates the extra numeric cases in testdata/numeric (graph + tinygrad 0.11.0 expect with outputs):
+  python3 testdata/numeric/make_numeric.py
+int_wrap: signed int32/int64 arithmetic that overflows (tinygrad's CPU backend wraps it in two's
+complement); tgc's emitted C must give the same bits without relying on -fwrapv."""
+import pathlib, subprocess, sys
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools"))
+import tgc_graph
+from tinygrad import Tensor, dtypes, Device
+Device.DEFAULT = "CPU"
+
+here = pathlib.Path(__file__).resolve().parent
+
+def case(name, tensors):
+  g = here / f"{name}.graph.json"
+  tgc_graph.export(tensors, g, with_data="inline")
+  # the oracle runs in a fresh process: in this one tinygrad's global metadata table still holds the
+  # live tensors' entries, which would leak into the kernels' metadata
+  subprocess.run([sys.executable, str(here.parents[1] / "tools" / "tgc_graph.py"), "oracle", str(g),
+                  "-o", str(here / f"{name}.expect.json")], check=True)
+
+a = Tensor([2147483647, -2147483648, 123456789, -5, 1 << 30, 7], dtype=dtypes.int32).realize()
+b = Tensor([1, -1, 987654321, 2147483647, 3, -2147483648], dtype=dtypes.int32).realize()
+c = Tensor([1 << 62, -(1 << 62), 9223372036854775807, 3], dtype=dtypes.int64).realize()
+case("int_wrap", [a + b, a - b, a * b, a * 3 + 7, -a, a.sum(), (a * b).sum(), c * 4 + c, (c + c).sum()])
