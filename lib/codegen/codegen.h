@@ -14,8 +14,9 @@
  * Opts (opt.c): tinygrad's UPCAST and UNROLL (codegen/opt/kernel.py) on the merged axes the name
  * is made of, chosen by its hand_coded_optimizations for a target without local memory, or given
  * by hand. An UPCAST of an output axis by k lowers every STORE at k index vectors (R*k + j), the
- * REDUCEs they reach share their RANGEs and one loop nest; an UNROLL of a reduce axis by k folds k
- * index vectors of the reduce's source with the reduce op before the accumulator. */
+ * REDUCEs they reach share their RANGEs and one loop nest; an UNROLL of a reduce axis by k feeds
+ * the reduce's source at k index vectors to the accumulator in order (acc + v0 + v1 ..., as
+ * tinygrad's reduce_to_acc); a REDUCE's value is then a VECTORIZE of them. */
 #ifndef TGC_CODEGEN_H
 #define TGC_CODEGEN_H
 #include "../shape/shape.h"
@@ -25,7 +26,7 @@ typedef enum {
   LK_LOOP,     /* u: a RANGE; open `for (ridx = 0; ridx < end; ridx++)` */
   LK_ENDLOOP,  /* u: the RANGE being closed */
   LK_ACC,      /* u: a REDUCE; declare its accumulator with the reduce op's identity */
-  LK_ACCUM,    /* u: a REDUCE, aux: the value; acc = op(acc, value) */
+  LK_ACCUM,    /* u: a REDUCE, aux: the value; acc = op(acc, value) (an unroll: one per value, in order) */
   LK_STORE,    /* u: STORE(INDEX(buf, idx[, valid]), value) */
 } LKind;
 typedef struct LInst { uint8_t kind; uint16_t depth; UOp *u, *aux; } LInst;

@@ -397,9 +397,13 @@ static UOp *lower_value(LCtx *c, UOp *node, UOp *ikey) {
     else if (u->op == OP_REDUCE_AXIS) {
       Op rop = u->arg->items[0]->op;
       UOp *v = vals[0];
-      for (int k = 1; k < f->nch; k++) v = uop2(rop, u->dtype, v, vals[k], NULL);
-      if (!f->nr) r = v;
-      else {
+      if (!f->nr) {  /* no loop left: the values folded in order, ((v0 op v1) op v2)... */
+        for (int k = 1; k < f->nch; k++) v = uop2(rop, u->dtype, v, vals[k], NULL);
+        r = v;
+      } else {
+        /* unrolled values go to the accumulator one by one, acc op v0 op v1 ..., as tinygrad's
+         * reduce_to_acc folds them: a VECTORIZE of them is the REDUCE's value */
+        if (f->nch > 1) v = uop_new(OP_VECTORIZE, dt_vec(u->dtype, f->nch), f->nch, vals, NULL, NULL);
         UOp **s = arena_alloc(c->a, sizeof(UOp *) * (size_t)(f->nr + 1));
         s[0] = v;
         memcpy(s + 1, f->ranges, sizeof(UOp *) * (size_t)f->nr);
@@ -593,6 +597,15 @@ static void emit(Lin *l, UOp *root) {
     if (t.kind == T_EMIT) {
       if (inline_op((Op)u->op)) { for (int k = u->nsrc - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0, NULL, 0}; continue; }
       if (u->op == OP_INDEX) { for (int k = u->nsrc - 1; k >= 1; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0, NULL, 0}; continue; }
+      if (u->op == OP_VECTORIZE) {   /* a REDUCE's unrolled values: each one is an update */
+        if (n + u->nsrc + 8 >= cap) {
+          Task *nt = arena_alloc(l->a, sizeof(Task) * (size_t)(cap + u->nsrc) * 2);
+          memcpy(nt, ts, sizeof(Task) * (size_t)n);
+          ts = nt; cap = (cap + u->nsrc) * 2;
+        }
+        for (int k = u->nsrc - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0, NULL, 0};
+        continue;
+      }
       int lv = level_of(l, u);
       Scope *s = l->ctx[lv];
       if (map_has(&s->memo, u, uop_h(u))) continue;
@@ -632,7 +645,11 @@ static void emit(Lin *l, UOp *root) {
       scope_insert(l, s, (Item){u->op == OP_STORE ? LK_STORE : LK_VALUE, u, NULL, NULL}, false);
       map_put(&s->memo, u, uop_h(u), u);
     } else {
-      for (int k = 0; k < t.ng; k++) scope_insert(l, l->ctx[l->d], (Item){LK_ACCUM, t.grp[k], t.grp[k]->src[0], NULL}, false);
+      for (int k = 0; k < t.ng; k++) {
+        UOp *v = t.grp[k]->src[0];
+        if (v->op != OP_VECTORIZE) scope_insert(l, l->ctx[l->d], (Item){LK_ACCUM, t.grp[k], v, NULL}, false);
+        else for (int j = 0; j < v->nsrc; j++) scope_insert(l, l->ctx[l->d], (Item){LK_ACCUM, t.grp[k], v->src[j], NULL}, false);
+      }
       while (l->d > t.lv) close_loop(l);
       for (int k = 0; k < t.nsaved; k++) ctx_push(l, t.saved[k]);
       for (int k = 0; k < t.ng; k++) map_put(&l->ctx[t.lv]->memo, t.grp[k], uop_h(t.grp[k]), t.grp[k]);

@@ -7,6 +7,7 @@
  * casts as C casts, integer results narrower than int cast back to their type, half and
  * bfloat16 rounded after every op. */
 #include "render.h"
+#include "../symbolic/symbolic.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -140,6 +141,95 @@ static const char prelude_pow[] =
   "  double adj = e != (double)(int)e ? (double)NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0 : 1.0;\n"
   "  return (b == 0 && e == 0) ? 1.0 : ret * (b < 0 ? adj : 1.0);\n"
   "}\n";
+/* tinygrad's xexp2 and xlog2 (uop/decompositions.py), which its CPU backend renders in place of
+ * EXP2/LOG2 (ClangRenderer has no code for them): the same polynomials and masks, op for op, so
+ * values match tinygrad's, and branch-free, so loops of them vectorize. Integer steps wrap in
+ * unsigned arithmetic, and exp2's argument is clamped before the int conversion (only where the
+ * result is masked to inf or 0 anyway) so nothing is undefined. */
+static const char prelude_sexp2f[] =
+  "static inline float tg_exp2f(float d) {\n"
+  "  float x = d != INFINITY ? (d != d ? 0.0f : d != -INFINITY ? d : 0.0f) : 0.0f;\n"
+  "  x = x < -200.0f ? -200.0f : x > 200.0f ? 200.0f : x;\n"
+  "  int q = (int)(x + (x < 0.0f ? -0.5f : 0.5f));\n"
+  "  float s = x - (float)q;\n"
+  "  float u = ((((((0.1535920892e-3f*s + 0.1339262701e-2f)*s + 0.9618384764e-2f)*s + 0.5550347269e-1f)*s\n"
+  "              + 0.2402264476e+0f)*s + 0.6931471825e+0f)*s + 1.0f);\n"
+  "  int h = q / 2;\n"
+  "  union { unsigned i; float f; } p1 = {(unsigned)(h + 127) * 8388608u}, p2 = {(unsigned)(q - h + 127) * 8388608u};\n"
+  "  u = (u * p1.f) * p2.f;\n"
+  "  u = d < 128.0f ? u : INFINITY;\n"
+  "  u = d < -150.0f ? 0.0f : u;\n"
+  "  return d != d ? NAN : u;\n"
+  "}\n";
+static const char prelude_sexp2[] =
+  "static inline double tg_exp2(double d) {\n"
+  "  double x = d != INFINITY ? (d != d ? 0.0 : d != -INFINITY ? d : 0.0) : 0.0;\n"
+  "  x = x < -2100.0 ? -2100.0 : x > 2100.0 ? 2100.0 : x;\n"
+  "  long long q = (long long)(x + (x < 0.0 ? -0.5 : 0.5));\n"
+  "  double s = x - (double)q;\n"
+  "  double u = 0.4434359082926529454e-9;\n"
+  "  u = u*s + 0.7073164598085707425e-8; u = u*s + 0.1017819260921760451e-6; u = u*s + 0.1321543872511327615e-5;\n"
+  "  u = u*s + 0.1525273353517584730e-4; u = u*s + 0.1540353045101147808e-3; u = u*s + 0.1333355814670499073e-2;\n"
+  "  u = u*s + 0.9618129107597600536e-2; u = u*s + 0.5550410866482046596e-1; u = u*s + 0.2402265069591012214e+0;\n"
+  "  u = u*s + 0.6931471805599452862e+0; u = u*s + 0.1000000000000000000e+1;\n"
+  "  long long h = q / 2;\n"
+  "  union { unsigned long long i; double f; } p1 = {(unsigned long long)(h + 1023) << 52}, p2 = {(unsigned long long)(q - h + 1023) << 52};\n"
+  "  u = (u * p1.f) * p2.f;\n"
+  "  u = d < 1024.0 ? u : INFINITY;\n"
+  "  u = d < -2000.0 ? 0.0 : u;\n"
+  "  return d != d ? (double)NAN : u;\n"
+  "}\n";
+static const char prelude_slog2f[] =
+  "static inline float tg_log2f(float d) {\n"
+  "  _Bool den = d < 1e-4f;\n"
+  "  float a = den ? d * 18446744073709551616.0f : d;\n"
+  "  union { float f; int i; } ab = {a * (1.0f / 0.75f)}, ma = {a};\n"
+  "  float e = (float)(((ab.i / 8388608) & 255) - 127);\n"
+  "  union { unsigned i; float f; } mm = {(unsigned)ma.i + (unsigned)(int)(-e) * 8388608u};\n"
+  "  float m = mm.f;\n"
+  "  e = den ? e - 64.0f : e;\n"
+  "  float x = (m - 1.0f) * (1.0f / (m + 1.0f)), x2 = x * x;\n"
+  "  float t = (0.4374550283e+0f*x2 + 0.5764790177e+0f)*x2 + 0.9618012905120f;\n"
+  "  float r = t * (x * x2) + ((e + x * 2.8853900432586669922f) + x * 3.2734474483568488616e-08f);\n"
+  "  r = d != INFINITY ? r : INFINITY;\n"
+  "  r = d < -0.0f ? NAN : r;\n"
+  "  r = r != -191.0f ? r : -INFINITY;\n"
+  "  r = d != d ? NAN : r;\n"
+  "  return 1.0f / d != -INFINITY ? r : -INFINITY;\n"
+  "}\n";
+static const char prelude_slog2[] =
+  "static inline double tg_log2(double d) {\n"
+  "  _Bool den = d < 1e-4;\n"
+  "  double a = den ? d * 18446744073709551616.0 : d;\n"
+  "  union { double f; long long i; } ab = {a * (1.0 / 0.75)}, ma = {a};\n"
+  "  double e = (double)(((ab.i / 4503599627370496LL) & 2047) - 1023);\n"
+  "  union { unsigned long long i; double f; } mm = {(unsigned long long)ma.i + (unsigned long long)(long long)(-e) * 4503599627370496ull};\n"
+  "  double m = mm.f;\n"
+  "  e = den ? e - 64.0 : e;\n"
+  "  double x = (m - 1.0) * (1.0 / (m + 1.0)), x2 = x * x;\n"
+  "  double t = 0.2211941750456081490e+0;\n"
+  "  t = t*x2 + 0.2200768693152277689e+0; t = t*x2 + 0.2623708057488514656e+0; t = t*x2 + 0.3205977477944495502e+0;\n"
+  "  t = t*x2 + 0.4121985945485324709e+0; t = t*x2 + 0.5770780162997058982e+0; t = t*x2 + 0.96179669392608091449;\n"
+  "  double r = t * (x * x2) + (e + x * 2.885390081777926774);\n"
+  "  r = d != INFINITY ? r : INFINITY;\n"
+  "  r = d < -0.0 ? (double)NAN : r;\n"
+  "  r = r != -1087.0 ? r : -INFINITY;\n"
+  "  r = d != d ? (double)NAN : r;\n"
+  "  return 1.0 / d != -INFINITY ? r : -INFINITY;\n"
+  "}\n";
+/* pow through them (tg_powf's body with the soft exp2/log2) */
+static const char prelude_spowf[] =
+  "static inline float tg_spowf(float b, float e) {\n"
+  "  float ret = tg_exp2f(tg_log2f(b < 0 ? -b : b) * e);\n"
+  "  float adj = e != (float)(int)e ? NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0f : 1.0f;\n"
+  "  return (b == 0 && e == 0) ? 1.0f : ret * (b < 0 ? adj : 1.0f);\n"
+  "}\n";
+static const char prelude_spow[] =
+  "static inline double tg_spow(double b, double e) {\n"
+  "  double ret = tg_exp2(tg_log2(b < 0 ? -b : b) * e);\n"
+  "  double adj = e != (double)(int)e ? (double)NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0 : 1.0;\n"
+  "  return (b == 0 && e == 0) ? 1.0 : ret * (b < 0 ? adj : 1.0);\n"
+  "}\n";
 /* tinygrad's threefry2x32 (uop/decompositions.py) */
 static const char prelude_threefry[] =
   "static inline unsigned long long tg_threefry(unsigned long long x, unsigned long long key) {\n"
@@ -187,7 +277,7 @@ static const char *c_storage(const DType *d) {
 const RenderBackend render_c = {
   .name = "c", .ext = ".c", .kernel_prefix = "void", .buffer_prefix = "", .buffer_suffix = " restrict",
   .readonly_prefix = "const ", .arg_int_prefix = "const int", .infinity = "INFINITY", .nan = "NAN",
-  .emulated_16bit = true, .type_name = c_type, .storage_name = c_storage, .vec4 = true,
+  .emulated_16bit = true, .type_name = c_type, .storage_name = c_storage, .vec4 = true, .soft_math = true,
 };
 
 /* ---------------------------------------------------------------- constants */
@@ -312,11 +402,40 @@ static const char *render_bitcast(R *r, const DType *to, const DType *from, cons
   return arena_printf(r->a, "tg_bc_%s_%s(%s)", dt_short_name((Scalar)from->scalar), dt_short_name((Scalar)to->scalar), x);
 }
 
+/* Signed overflow is undefined in C (and OpenCL C, CUDA), but tinygrad's CPU backend gets the
+ * two's-complement wrap in practice, and kernels that hash or overflow int32 rely on it. Rather than
+ * compile with -fwrapv (which also keeps the compiler from widening and vectorising index
+ * arithmetic), a signed ADD/SUB/MUL/NEG/SHL/MULACC that may overflow (its vmin..vmax leaves the
+ * dtype: a value from memory, never an index, whose bounds the ranges prove) is computed in the
+ * unsigned type of its width and converted back, which is defined to wrap. */
+static bool signed_int(const DType *d) {
+  return d->count == 1 && (d->scalar == SC_CHAR || d->scalar == SC_SHORT || d->scalar == SC_INT || d->scalar == SC_LONG);
+}
+static bool may_overflow_op(Op op) {
+  return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_NEG || op == OP_SHL || op == OP_MULACC;
+}
+static const char *wrap_op(R *r, UOp *u, const char *const *s) {
+  const DType *dt = u->dtype;
+  const char *un = r->be->type_name(dt->scalar == SC_LONG ? dt_ulong : dt_uint), *tn = r->be->type_name(dt);
+  const char *e;
+  switch (u->op) {
+  case OP_ADD: e = arena_printf(r->a, "(%s)%s+(%s)%s", un, s[0], un, s[1]); break;
+  case OP_SUB: e = arena_printf(r->a, "(%s)%s-(%s)%s", un, s[0], un, s[1]); break;
+  case OP_MUL: e = arena_printf(r->a, "(%s)%s*(%s)%s", un, s[0], un, s[1]); break;
+  case OP_NEG: e = arena_printf(r->a, "-(%s)%s", un, s[0]); break;
+  case OP_SHL: e = arena_printf(r->a, "(%s)%s<<%s", un, s[0], s[1]); break;
+  case OP_MULACC: e = arena_printf(r->a, "(%s)%s*(%s)%s+(%s)%s", un, s[0], un, s[1], un, s[2]); break;
+  default: tg_fail(TG_EINTERNAL, "wrap_op: %s", op_names[u->op]);
+  }
+  return arena_printf(r->a, "((%s)(%s))", tn, e);
+}
+
 static const char *render_alu(R *r, UOp *u) {
   const char *s[3] = {NULL, NULL, NULL};
   for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = nm(r, u->src[i]);
   const DType *dt = u->dtype, *sd = u->nsrc ? u->src[0]->dtype : dt;
   const char *e;
+  if (signed_int(dt) && may_overflow_op((Op)u->op) && !u_in_dtype_range(u)) return wrap_op(r, u, s);
   switch (u->op) {
   case OP_ADD: e = arena_printf(r->a, "(%s+%s)", s[0], s[1]); break;
   case OP_SUB: e = arena_printf(r->a, "(%s-%s)", s[0], s[1]); break;
@@ -337,11 +456,11 @@ static const char *render_alu(R *r, UOp *u) {
   case OP_NEG: e = dt_is_bool(dt) ? arena_printf(r->a, "(!%s)", s[0]) : arena_printf(r->a, "(-%s)", s[0]); break;
   case OP_RECIP: e = arena_printf(r->a, "(%s/%s)", sd->scalar == SC_DOUBLE ? "1.0" : "1.0f", s[0]); break;
   case OP_SQRT: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "sqrt"), s[0]); break;
-  case OP_EXP2: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "exp2"), s[0]); break;
-  case OP_LOG2: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "log2"), s[0]); break;
+  case OP_EXP2: e = arena_printf(r->a, "%s(%s)", r->be->soft_math ? (sd->scalar == SC_DOUBLE ? "tg_exp2" : "tg_exp2f") : math_fn(sd, "exp2"), s[0]); break;
+  case OP_LOG2: e = arena_printf(r->a, "%s(%s)", r->be->soft_math ? (sd->scalar == SC_DOUBLE ? "tg_log2" : "tg_log2f") : math_fn(sd, "log2"), s[0]); break;
   case OP_SIN: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "sin"), s[0]); break;
   case OP_TRUNC: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "trunc"), s[0]); break;
-  case OP_POW: e = arena_printf(r->a, "%s(%s, %s)", sd->scalar == SC_DOUBLE ? "tg_pow" : "tg_powf", s[0], s[1]); break;
+  case OP_POW: e = arena_printf(r->a, "%s%s(%s, %s)", r->be->soft_math ? "tg_s" : "tg_", sd->scalar == SC_DOUBLE ? "pow" : "powf", s[0], s[1]); break;
   case OP_THREEFRY: return arena_printf(r->a, "tg_threefry(%s, %s)", s[0], s[1]);
   default: tg_fail(TG_EINPUT, "the C renderer can't render %s", op_names[u->op]);
   }
@@ -376,6 +495,10 @@ static const char *acc_update(R *r, UOp *red, const char *acc, const char *v) {
   Op op = red->arg->op;
   const DType *dt = red->dtype;
   const char *e;
+  if (signed_int(dt) && (op == OP_ADD || op == OP_MUL)) { /* an accumulator has no bounds: wrap as above */
+    const char *un = r->be->type_name(dt->scalar == SC_LONG ? dt_ulong : dt_uint);
+    return arena_printf(r->a, "((%s)((%s)%s%s(%s)%s))", r->be->type_name(dt), un, acc, op == OP_ADD ? "+" : "*", un, v);
+  }
   if (op == OP_ADD) e = arena_printf(r->a, "(%s+%s)", acc, v);
   else if (op == OP_MUL) e = arena_printf(r->a, "(%s*%s)", acc, v);
   else if (op == OP_MAX) e = arena_printf(r->a, "((%s<%s)?%s:%s)", acc, v, v, acc);
@@ -481,6 +604,7 @@ static const char *simd_accs(R *r, const Program *p, int i) {
       if (in->u->arg->op != OP_ADD || (dt->scalar != SC_FLOAT && dt->scalar != SC_DOUBLE) || dt->count != 1) return NULL;
       const char *an = map_get(&r->names, in->u, uop_h(in->u), NULL);
       if (!an) return NULL;
+      if (k > i + 1 && p->inst[k - 1].kind == LK_ACCUM && p->inst[k - 1].u == in->u) continue; /* an unroll's next update */
       names = names ? arena_printf(r->a, "%s,%s", names, an) : an;
     }
   }
@@ -654,10 +778,12 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       sb_printf(&b, "%s %s = %s;\n", be->type_name(u->dtype), an, render_const(a, lower_identity(u->arg->op, u->dtype), be));
       break;
     }
-    case LK_ACCUM: {
-      const char *an = nm(&r, u);
+    case LK_ACCUM: {   /* consecutive ADD/MUL updates of one accumulator (an unroll's) are one statement */
+      const char *an = nm(&r, u), *e = acc_update(&r, u, an, nm(&r, in->aux));
+      while (u->arg->op != OP_MAX && i + 1 < p->ninst && p->inst[i + 1].kind == LK_ACCUM && p->inst[i + 1].u == u)
+        e = acc_update(&r, u, e, nm(&r, p->inst[++i].aux));   /* (MAX names its accumulator twice) */
       sb_indent(&b, d);
-      sb_printf(&b, "%s = %s;\n", an, acc_update(&r, u, an, nm(&r, in->aux)));
+      sb_printf(&b, "%s = %s;\n", an, e);
       break;
     }
     case LK_STORE: {
@@ -758,6 +884,13 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
   if (strstr(t, "tg_f4 ")) put_helper(&b, "TGC_F4", prelude_f4);
   if (calls(t, "tg_powf")) put_helper(&b, "TGC_POWF", prelude_powf);
   if (calls(t, "tg_pow")) put_helper(&b, "TGC_POW", prelude_pow);
+  bool spowf = calls(t, "tg_spowf"), spow = calls(t, "tg_spow");
+  if (spowf || calls(t, "tg_exp2f")) put_helper(&b, "TGC_SEXP2F", prelude_sexp2f);
+  if (spowf || calls(t, "tg_log2f")) put_helper(&b, "TGC_SLOG2F", prelude_slog2f);
+  if (spow || calls(t, "tg_exp2")) put_helper(&b, "TGC_SEXP2", prelude_sexp2);
+  if (spow || calls(t, "tg_log2")) put_helper(&b, "TGC_SLOG2", prelude_slog2);
+  if (spowf) put_helper(&b, "TGC_SPOWF", prelude_spowf);
+  if (spow) put_helper(&b, "TGC_SPOW", prelude_spow);
   if (calls(t, "tg_threefry")) put_helper(&b, "TGC_THREEFRY", prelude_threefry);
   for (int i = 0; i < nd.nbc; i++) {
     const DType *f = dt_scalar(nd.bc[i][0]), *to = dt_scalar(nd.bc[i][1]);

@@ -47,6 +47,9 @@ typedef struct RenderBackend {
    * become one 16-byte vector load (tg_f4, a GCC/Clang vector type) and its lanes, as tinygrad's
    * float4 loads */
   bool vec4;
+  /* C backend: EXP2/LOG2 (and POW through them) as tinygrad's xexp2/xlog2 polynomials (the
+   * prelude's tg_exp2f, tg_log2f...), as tinygrad's CPU backend renders them, instead of libm */
+  bool soft_math;
 } RenderBackend;
 /* the C backend with parallel set (threads: 1 none, 0 OpenMP's default count, N); simd with it */
 RenderBackend render_c_threads(int threads);

@@ -1,10 +1,14 @@
 /* runtime.c: the CPU runtime (runtime.h has the overview).
  *
  * Compiling: the source (prelude + kernel + tgc_entry) is hashed; the cache holds k_HASH.so. A
- * miss writes k_HASH.PID.c, runs `cc -O2 -shared -fPIC -fwrapv -o k_HASH.PID.so k_HASH.PID.c -lm`
- * through posix_spawnp (no shell), and renames the result into place, so concurrent runs never
- * see a half-written library. -fwrapv gives signed overflow the two's-complement wrap tinygrad's
- * CPU backend gets in practice. Host memory is malloc'd and freed by rt_free. */
+ * miss writes k_HASH.PID.c, runs `clang -O3 -march=native -ffp-contract=on -shared -fPIC -o
+ * k_HASH.PID.so k_HASH.PID.c -lm` through posix_spawnp (no shell), and renames the result into
+ * place, so concurrent runs never see a half-written library. The compiler is $TGC_CC, else clang
+ * as in tinygrad's CPU backend (with its default contraction of a*b+c into FMAs within an
+ * expression; gcc, which has no such mode, gets -ffp-contract=fast), else cc; an automatically
+ * chosen clang that fails (no libomp for an OpenMP kernel) hands over to cc for the rest of the
+ * run. Signed arithmetic that may overflow is rendered to wrap (render.c), so no -fwrapv is
+ * needed. Host memory is malloc'd and freed by rt_free. */
 #include "runtime.h"
 #include "../render/render.h"
 #include <dlfcn.h>
@@ -27,6 +31,22 @@ static void mkdirs(const char *path) {
   mkdir(buf, 0755);
 }
 
+static bool on_path(Arena *a, const char *prog) {
+  const char *path = getenv("PATH");
+  if (!path) return false;
+  for (const char *p = path; *p;) {
+    const char *e = strchr(p, ':');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n && access(arena_printf(a, "%.*s/%s", (int)n, p, prog), X_OK) == 0) return true;
+    p += n + (e != NULL);
+  }
+  return false;
+}
+static bool is_clang(const char *cc) {
+  const char *b = strrchr(cc, '/');
+  return strstr(b ? b + 1 : cc, "clang") != NULL;
+}
+
 Runtime *rt_new(const Graph *g) {
   Arena *a = ga();
   Runtime *rt = arena_alloc(a, sizeof *rt);
@@ -40,7 +60,8 @@ Runtime *rt_new(const Graph *g) {
   const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
   rt->cache_dir = x && *x ? arena_printf(a, "%s/tgc", x) : arena_printf(a, "%s/.cache/tgc", h && *h ? h : "/tmp");
   const char *cc = getenv("TGC_CC");
-  rt->cc = cc && *cc ? cc : "cc";
+  rt->cc_auto = !(cc && *cc);
+  rt->cc = !rt->cc_auto ? cc : on_path(a, "clang") ? "clang" : "cc";
   rt->threads = 1;
   return rt;
 }
@@ -70,56 +91,70 @@ static bool write_all(const char *path, const char *s) {
   return fclose(f) == 0 && ok;
 }
 
+/* run cc on cfile into tmpso; NULL on success, else the diagnostics */
+static char *run_cc(Arena *a, const char *cc, const char *const *flags, int nflags, const char *cfile, const char *tmpso,
+                    const char *errf) {
+  char *argv[16];
+  int na = 0;
+  argv[na++] = (char *)cc;
+  for (int i = 0; i < nflags; i++) argv[na++] = (char *)flags[i];
+  argv[na++] = "-o"; argv[na++] = (char *)tmpso; argv[na++] = (char *)cfile; argv[na++] = "-lm";
+  argv[na] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t child;
+  int rc = posix_spawnp(&child, cc, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  if (rc == 0) while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+  char *diag = NULL;
+  if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    diag = rc ? arena_printf(a, "can't run %s: %s", cc, strerror(rc)) : slurp(a, errf);
+    if (!rc && !*diag) /* a compiler that fails silently */
+      diag = WIFEXITED(status) ? arena_printf(a, "%s failed with exit status %d", cc, WEXITSTATUS(status))
+                               : arena_printf(a, "%s was killed by signal %d", cc, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  }
+  unlink(errf);
+  return diag;
+}
+
 RtKernel *rt_compile(Runtime *rt, const Program *p) {
   Arena *a = rt->a;
   RenderBackend be = render_c_threads(rt->threads);
   be.simd = true; /* compiled with -fopenmp-simd at least */
   char *src = arena_printf(a, "%s\n%s", render_kernel(a, p, &be), render_c_entry(a, p));
   bool omp = strstr(src, "#pragma omp parallel") != NULL, simd = strstr(src, "#pragma omp simd") != NULL;
-  /* the machine's own instructions (-march=native, as tinygrad's CPU backend), but no contraction
-   * into FMAs, so values stay those of the portable bundle; the flags are part of the cache key */
-  const char *flags[] = {"-O3", "-march=native", "-ffp-contract=off", "-shared", "-fPIC", "-fwrapv", "-w",
-                         omp ? "-fopenmp" : simd ? "-fopenmp-simd" : NULL};
-  int nflags = omp || simd ? 8 : 7;
-  uint64_t h = hash_bytes(src, strlen(src), 0x7467630a);
-  for (int i = 0; i < nflags; i++) h = hash_bytes(flags[i], strlen(flags[i]), h);
-  mkdirs(rt->cache_dir);
-  char *so = arena_printf(a, "%s/k_%016llx.so", rt->cache_dir, (unsigned long long)h);
-  struct stat sb;
-  if (stat(so, &sb) == 0) rt->ncached++;
-  else {
+  char *so;
+  for (;;) {
+    /* the machine's own instructions (-march=native) and FMA contraction, as tinygrad's CPU
+     * backend; the compiler and its flags are part of the cache key */
+    const char *flags[] = {"-O3", "-march=native", is_clang(rt->cc) ? "-ffp-contract=on" : "-ffp-contract=fast",
+                           "-shared", "-fPIC", "-w", omp ? "-fopenmp" : simd ? "-fopenmp-simd" : NULL};
+    int nflags = omp || simd ? 7 : 6;
+    uint64_t h = hash_bytes(src, strlen(src), 0x7467630a);
+    h = hash_bytes(rt->cc, strlen(rt->cc), h);
+    for (int i = 0; i < nflags; i++) h = hash_bytes(flags[i], strlen(flags[i]), h);
+    mkdirs(rt->cache_dir);
+    so = arena_printf(a, "%s/k_%016llx.so", rt->cache_dir, (unsigned long long)h);
+    struct stat sb;
+    if (stat(so, &sb) == 0) { rt->ncached++; break; }
     int pid = (int)getpid();
     char *cfile = arena_printf(a, "%s/k_%016llx.%d.c", rt->cache_dir, (unsigned long long)h, pid);
     char *tmpso = arena_printf(a, "%s/k_%016llx.%d.so", rt->cache_dir, (unsigned long long)h, pid);
     char *errf = arena_printf(a, "%s/k_%016llx.%d.err", rt->cache_dir, (unsigned long long)h, pid);
     if (!write_all(cfile, src)) tg_fail(TG_EDEVICE, "kernel %s: can't write %s: %s", p->name, cfile, strerror(errno));
-    char *argv[16];
-    int na = 0;
-    argv[na++] = (char *)rt->cc;
-    for (int i = 0; i < nflags; i++) argv[na++] = (char *)flags[i];
-    argv[na++] = "-o"; argv[na++] = tmpso; argv[na++] = cfile; argv[na++] = "-lm";
-    argv[na] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t child;
-    int rc = posix_spawnp(&child, rt->cc, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    int status = 0;
-    if (rc == 0) while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
-    if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      char *diag = rc ? arena_printf(a, "can't run %s: %s", rt->cc, strerror(rc)) : slurp(a, errf);
-      if (!rc && !*diag) /* a compiler that fails silently */
-        diag = WIFEXITED(status) ? arena_printf(a, "%s failed with exit status %d", rt->cc, WEXITSTATUS(status))
-                                 : arena_printf(a, "%s was killed by signal %d", rt->cc, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-      unlink(cfile); unlink(tmpso); unlink(errf);
+    char *diag = run_cc(a, rt->cc, flags, nflags, cfile, tmpso, errf);
+    unlink(cfile);
+    if (diag) {
+      unlink(tmpso);
+      if (rt->cc_auto && strcmp(rt->cc, "cc") != 0) { rt->cc = "cc"; continue; } /* clang without libomp, say */
       tg_fail(TG_EDEVICE, "kernel %s: %s", p->name, diag);
     }
-    unlink(errf);
-    unlink(cfile);
     if (rename(tmpso, so) != 0) { unlink(tmpso); tg_fail(TG_EDEVICE, "kernel %s: can't install %s: %s", p->name, so, strerror(errno)); }
     rt->ncompiled++;
+    break;
   }
   /* an OpenMP kernel stays loaded: its libgomp worker threads outlive the parallel region, and
    * unloading libgomp under them (dlclose at rt_free) would crash them */

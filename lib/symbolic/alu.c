@@ -153,6 +153,7 @@ const Value *u_vmin(UOp *u) { return n_value(u_lo(u)); }
 const Value *u_vmax(UOp *u) { return n_value(u_hi(u)); }
 int64_t u_vmin_i(UOp *u) { return n_i64(u_lo(u)); }
 int64_t u_vmax_i(UOp *u) { return n_i64(u_hi(u)); }
+bool u_in_dtype_range(UOp *u) { return n_ge(u_lo(u), n_dtmin(u->dtype)) && n_le(u_hi(u), n_dtmax(u->dtype)); }
 
 /* ---- simplify / resolve ---- */
 /* UOp.simplify is a pure function of the (interned) node, so its result is kept in u->cache[1]:

@@ -49,6 +49,7 @@ const Value *u_vmin(UOp *u);                         /* int/float/bool Value, as
 const Value *u_vmax(UOp *u);
 int64_t u_vmin_i(UOp *u);
 int64_t u_vmax_i(UOp *u);
+bool u_in_dtype_range(UOp *u);                       /* vmin..vmax (unclamped) within u's dtype: an int op that can't overflow */
 int64_t u_const_factor(UOp *u);
 UOp *u_divides(UOp *u, int64_t v);                   /* NULL when not known to divide */
 

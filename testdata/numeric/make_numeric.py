@@ -23,3 +23,14 @@ a = Tensor([2147483647, -2147483648, 123456789, -5, 1 << 30, 7], dtype=dtypes.in
 b = Tensor([1, -1, 987654321, 2147483647, 3, -2147483648], dtype=dtypes.int32).realize()
 c = Tensor([1 << 62, -(1 << 62), 9223372036854775807, 3], dtype=dtypes.int64).realize()
 case("int_wrap", [a + b, a - b, a * b, a * 3 + 7, -a, a.sum(), (a * b).sum(), c * 4 + c, (c + c).sum()])
+
+# transcendental: exp2/log2/exp/log/pow/sigmoid over special values and a sweep, float32 and float64
+# (tinygrad's CPU backend computes them with its xexp2/xlog2 polynomials, as tgc's C backend does)
+import math
+special = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-45, 1e-38, 1e-5, 127.9, 128.0, -149.9, -150.0, -151.0, 1e30, -1e30, 1.0, -1.0, 0.5]
+sweep = [-160.0 + 300.0 * i / 997 for i in range(997)]
+pos = [2.0 ** (-140 + 260 * i / 991) for i in range(991)]
+for dt, name in ((dtypes.float32, "f32"), (dtypes.float64, "f64")):
+  x = Tensor(special + sweep, dtype=dt).realize()
+  y = Tensor(special + pos, dtype=dt).realize()
+  case(f"transcendental_{name}", [x.exp2(), y.log2(), (x * 0.25).exp(), y.log(), y.pow(x[:len(special) + len(pos)] * 0.01), x.sigmoid()])
