@@ -55,6 +55,12 @@ static Graph *try_read(const char *json, const char *dir) {
 #define expect_err(json, msg) cr_assert_str_eq(read_err(json), msg)
 
 /* ---- reader: top level ---- */
+/* cJSON takes any byte up to 32 for white space; JSON allows four */
+Test(io, json_control_characters_refused) {
+  expect_err("{\"format\":\"tgc.graph\",\n\"uops\"\x10:[]}", "t.json: JSON: control character 0x10 at line 2, column 7 (offset 29): only space, tab, newline and carriage return may stand between tokens, and a string must escape it");
+  expect_err("{\"a\":\"x\x01y\"}", "t.json: JSON: control character 0x01 at line 1, column 8 (offset 7): only space, tab, newline and carriage return may stand between tokens, and a string must escape it");
+}
+
 Test(io, json_truncated_gives_line_and_offset) {
   expect_err("{\"format\":\"tgc.graph\",\n\"uops\":[1,", "t.json: JSON: truncated (unexpected end of input at line 2, column 11, offset 33)");
   expect_err("{\"a\":\"unterminated", "t.json: JSON: truncated (unexpected end of input at line 1, column 19, offset 18)");

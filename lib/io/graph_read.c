@@ -607,6 +607,18 @@ static void jheap_release(JChunk *keep) {
   while (jheap) { JChunk *c = jheap->prev; free(jheap); jheap = c; }
   jheap = keep;
 }
+/* JSON allows no control character but space, tab, newline and carriage return between tokens,
+ * and none raw in a string; cJSON skips any byte up to 32 as white space, so they are refused here */
+static void check_json_chars(const char *file, const char *text, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)text[i];
+    if (c >= 0x20 || c == '\n' || c == '\t' || c == '\r') continue;
+    size_t line = 1, col = 1;
+    for (size_t k = 0; k < i; k++) { if (text[k] == '\n') line++, col = 1; else col++; }
+    tg_fail(TG_EINPUT, "%s: JSON: control character 0x%02x at line %zu, column %zu (offset %zu): only space, tab, newline and "
+            "carriage return may stand between tokens, and a string must escape it", file, c, line, col, i);
+  }
+}
 /* runs fn(R, root, ud) with root freed on success and on failure */
 typedef void (*DocFn)(RCtx *R, const cJSON *root, void *ud);
 static void with_doc(RCtx *R, const char *text, size_t n, DocFn fn, void *ud) {
@@ -932,6 +944,7 @@ Graph *graph_read_mem(const char *name, const char *text, size_t n, const char *
   g->path = arena_strdup(ga(), name);
   g->max_unique = -1;
   RCtx R = {.file = g->path, .basedir = basedir, .row = -1, .g = g, .text = text, .tlen = n};
+  check_json_chars(g->path, text, n);
   if (!graph_stream(&R, text, n, g)) { /* the whole-document reader, from scratch, says what is wrong */
     memset(g, 0, sizeof *g);
     g->path = R.file;
@@ -1059,6 +1072,7 @@ Expect *expect_read_file(const char *path) {
   if (!text) tg_fail(TG_EINPUT, "%s: cannot read: %s", path, strerror(errno));
   Expect *x = arena_alloc(ga(), sizeof *x);
   RCtx R = {.file = arena_strdup(ga(), path), .row = -1, .text = text, .tlen = n};
+  check_json_chars(R.file, text, n);
   with_doc(&R, text, n, expect_doc, x);
   return x;
 }

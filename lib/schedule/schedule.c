@@ -129,7 +129,9 @@ Schedule *create_schedule(UOp *sink) {
     UOp *u = topo.v[i];
     if (u->op != OP_ASSIGN) continue; // anything that's not an ASSIGN doesn't write a kernel, so we can skip
     UOp *k = u->src[1];
-    if (k->op != OP_KERNEL) tg_fail(TG_EINTERNAL, "ASSIGN of a %s, not a KERNEL", op_names[k->op]);
+    /* a graph that assigns something else (a KERNEL row folded away, say) is not schedulable;
+     * tinygrad fails on it too (on the non-KERNEL's sources) */
+    if (k->op != OP_KERNEL) tg_fail(TG_EINPUT, "an ASSIGN of a %s, not a KERNEL, reaches the schedule (input to kernel must be ASSIGN or BUFFER)", op_names[k->op]);
     KInfo *ki = umap_getp(&kinfo, k);
     if (!ki) { ki = arena_alloc(ga(), sizeof *ki); vec_init(&ki->children, ga()); umap_put(&kinfo, k, ki); }
     if (!ki->is_kernel) { ki->is_kernel = true; vec_push(&korder, k); }
