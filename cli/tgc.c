@@ -511,19 +511,26 @@ static int cmd_dump(int argc, char **argv) {
   return 0;
 }
 
-static int cmd_explain(int argc, char **argv) {
+/* the options of a command that takes --json, --help and the scheduler switches: 1 with --json,
+ * 0 without, -1 when --help was printed (the command then returns 0) */
+static int json_and_switches(int argc, char **argv, const char *help, Overrides *ov) {
   static const struct option lo[] = {{"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
-  Overrides ov = {{0}, {0}};
-  bool json = false;
-  int c;
+  int json = 0, c;
   while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-    if (take_switch(c, &ov)) continue;
+    if (take_switch(c, ov)) continue;
     switch (c) {
-    case O_JSON: json = true; break;
-    case 'h': print_help(explain_help, true); return 0;
+    case O_JSON: json = 1; break;
+    case 'h': print_help(help, true); return -1;
     default: bad_option(c, argv);
     }
   }
+  return json;
+}
+
+static int cmd_explain(int argc, char **argv) {
+  Overrides ov = {{0}, {0}};
+  int json = json_and_switches(argc, argv, explain_help, &ov);
+  if (json < 0) return 0;
   const char *path = need_graph(argc, argv);
   Graph *g = read_graph(path, &ov);
   write_out(NULL, explain_graph(ga(), g, json));
@@ -544,18 +551,9 @@ static const char *diff_operand(const char *path, const Overrides *ov) {
   return schedule_write_json(ga(), create_schedule(g->sink), g, NULL, NULL);
 }
 static int cmd_diff(int argc, char **argv) {
-  static const struct option lo[] = {{"json", no_argument, 0, O_JSON}, {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
   Overrides ov = {{0}, {0}};
-  bool json = false;
-  int c;
-  while ((c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
-    if (take_switch(c, &ov)) continue;
-    switch (c) {
-    case O_JSON: json = true; break;
-    case 'h': print_help(diff_help, true); return 0;
-    default: bad_option(c, argv);
-    }
-  }
+  int json = json_and_switches(argc, argv, diff_help, &ov);
+  if (json < 0) return 0;
   if (argc - optind < 2) misuse("needs two operands A B");
   if (argc - optind > 2) misuse("extra operand '%s'", argv[optind + 2]);
   const char *pa = argv[optind], *pb = argv[optind + 1];

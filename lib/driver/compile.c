@@ -12,25 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---------------------------------------------------------------- a small string builder */
-void sb_printf(Sb *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  if (b->n + (size_t)k + 1 > b->cap) {
-    size_t nc = (b->cap ? b->cap * 2 : 1024) + (size_t)k;
-    char *ns = arena_alloc(b->a, nc);
-    if (b->n) memcpy(ns, b->s, b->n);
-    b->s = ns;
-    b->cap = nc;
-  }
-  va_start(ap, fmt);
-  vsnprintf(b->s + b->n, (size_t)k + 1, fmt, ap);
-  va_end(ap);
-  b->n += (size_t)k;
-}
-const char *sb_str(Sb *b) { return b->s ? b->s : ""; }
 
 /* ---------------------------------------------------------------- compile -t c */
 
@@ -138,7 +119,7 @@ const char *prototype(const char *fn) {
   return p;
 }
 
-Sb *manifest; /* when set, write_or_fail appends "SHA256  NAME" lines (the sha256sum -c format) */
+SB *manifest; /* when set, write_or_fail appends "SHA256  NAME" lines (the sha256sum -c format) */
 void write_or_fail(const char *dir, const char *name, const char *text) {
   char *path = arena_printf(ga(), "%s/%s", dir, name);
   if (!write_file_atomic(path, text, strlen(text))) tg_fail(TG_EINPUT, "%s: cannot write: %s", path, strerror(errno));
@@ -201,6 +182,13 @@ const char gather_src[] =
 
 /* move the finished temporary directory tmp to dir; an existing dir is replaced only when it is
  * empty or a previous tgc compile output (has schedule.json). Fails with TG_EINPUT, removing tmp. */
+_Noreturn void abandon_output_dir(const char *tmp) {
+  char msg[sizeof tg_last_error.msg];
+  int code = tg_last_error.code;
+  snprintf(msg, sizeof msg, "%s", tg_last_error.msg);  /* remove_flat_dir may fail in turn */
+  remove_flat_dir(tmp);
+  tg_fail(code, "%s", msg);
+}
 void install_output_dir(Arena *a, const char *tmp, const char *dir) {
   struct stat sb;
   if (stat(dir, &sb) == 0) {

@@ -126,9 +126,9 @@ void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
 
 /* the tail of model.c / host.c: the output view tables and tgc_model_run; gpu: each kernel runs
  * through the host program's gpu_run(k, bufs, nbytes, written, vars) instead of a direct call */
-void model_emit_run(Sb *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
+void model_emit_run(SB *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
   Arena *a = ga();
-  Sb c = *out;
+  SB c = *out;
   CModel m = mp->m;
   int nout = mp->nout, ntmp = mp->ntmp;
   const OutRead *ord = mp->ord;
@@ -207,7 +207,7 @@ void model_emit_run(Sb *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
     if (si->ast->op != OP_SINK) tg_fail(TG_EDEVICE, "compile: a %s schedule item", op_names[si->ast->op]);
     int ki = (int)(intptr_t)umap_getp((UMap *)&mp->progs, si->ast) - 1;
     const Program *p = mp->ps[ki];
-    Sb bl = {a, NULL, 0, 0}, vl = {a, NULL, 0, 0}, nl = {a, NULL, 0, 0}, wl = {a, NULL, 0, 0};
+    SB bl = {a, NULL, 0, 0}, vl = {a, NULL, 0, 0}, nl = {a, NULL, 0, 0}, wl = {a, NULL, 0, 0};
     for (int j = 0; j < p->nglobals; j++) {
       int slot = (int)p->globals[j].u->arg->i;
       if (slot < 0 || slot >= si->nbufs) tg_fail(TG_EDEVICE, "kernel %s: DEFINE_GLOBAL %d but the item has %d buffers", p->name, slot, si->nbufs);
@@ -221,11 +221,11 @@ void model_emit_run(Sb *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
     if (gpu) {
       sb_printf(&c, "  { /* %s: %s */\n    unsigned char *a[] = {%s}; const size_t n[] = {%s}; const int w[] = {%s}, v[] = {%s};\n"
                     "    if (gpu_run(%d, a, n, w, v)) goto fail;\n  }\n",
-                where, p->name, p->nglobals ? sb_str(&bl) : "0", p->nglobals ? sb_str(&nl) : "0", p->nglobals ? sb_str(&wl) : "0",
-                p->nvars ? sb_str(&vl) : "0", ki);
+                where, p->name, p->nglobals ? sb_get(&bl) : "0", p->nglobals ? sb_get(&nl) : "0", p->nglobals ? sb_get(&wl) : "0",
+                p->nvars ? sb_get(&vl) : "0", ki);
       any_alloc = true;
     } else
-      sb_printf(&c, "  %s(%s%s%s); /* %s */\n", p->fname, sb_str(&bl), p->nglobals && p->nvars ? ", " : "", sb_str(&vl), where);
+      sb_printf(&c, "  %s(%s%s%s); /* %s */\n", p->fname, sb_get(&bl), p->nglobals && p->nvars ? ", " : "", sb_get(&vl), where);
   }
   for (int i = 0, ti = 0; i < nout; i++) {
     const OutRead *r = &ord[i];
@@ -281,13 +281,13 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
   TgTry t;
   if (TG_TRY(t)) {
     /* per-kernel translation units */
-    Sb man = {a, NULL, 0, 0};
+    SB man = {a, NULL, 0, 0};
     manifest = &man;
     for (int i = 0; i < nprog; i++) write_or_fail(tmp, mp.files[i], mp.texts[i]);
     write_or_fail(tmp, "schedule.json", schedule_write_json(a, s, g, mp.names, mp.sources));
 
     /* model.h */
-    Sb h = {a, NULL, 0, 0};
+    SB h = {a, NULL, 0, 0};
     sb_printf(&h, "/* model.h: the ahead-of-time bundle tgc %s wrote for %s (%d kernels, %d schedule items).\n", "compile -t c", g->path, nprog, s->nitems);
     sb_printf(&h, " *\n * Files: NAME.c holds one kernel (its only definition, with the static helpers it needs);\n"
                   " * model.c holds tgc_model_run, which declares the kernels, allocates the intermediate buffers,\n"
@@ -310,10 +310,10 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     sb_printf(&h, "#ifndef TGC_MODEL_H\n#define TGC_MODEL_H\n\n#define TGC_MODEL_NINPUTS %d\n#define TGC_MODEL_NOUTPUTS %d\n\n", m.ninputs, nout);
     sb_printf(&h, "/* run the whole schedule; returns 0, or -1 when an intermediate buffer can't be allocated */\n"
                   "int tgc_model_run(void *const *inputs, void *const *outputs);\n\n#endif\n");
-    write_or_fail(tmp, "model.h", sb_str(&h));
+    write_or_fail(tmp, "model.h", sb_get(&h));
 
     /* model.c */
-    Sb c = {a, NULL, 0, 0};
+    SB c = {a, NULL, 0, 0};
     sb_printf(&c, "/* model.c: runs the schedule of %s (model.h describes the buffers). */\n", g->path);
     sb_printf(&c, "#include \"model.h\"\n#include <stdlib.h>\n#include <string.h>\n\n");
     {
@@ -330,9 +330,9 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
     for (int i = 0; i < nprog; i++) sb_printf(&c, "%s;\n", prototype(render_function(a, ps[i], be)));
     sb_printf(&c, "\n");
     model_emit_run(&c, &mp, s, false);
-    write_or_fail(tmp, "model.c", sb_str(&c));
+    write_or_fail(tmp, "model.c", sb_get(&c));
 
-    Sb mk = {a, NULL, 0, 0};
+    SB mk = {a, NULL, 0, 0};
     sb_printf(&mk, "# Makefile.inc: include this from a project Makefile to build the tgc bundle as one object,\n"
                    "# $(TGC_MODEL_DIR)model.o (link it with -lm). TGC_MODEL_DIR defaults to this file's directory.\n"
                    "TGC_MODEL_DIR ?= $(dir $(lastword $(MAKEFILE_LIST)))\n"
@@ -344,17 +344,13 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
                    "\t$(CC) $(TGC_MODEL_CFLAGS) -c $(TGC_MODEL_DIR)model.c -o $(TGC_MODEL_DIR)model_run.o\n"
                    "\tfor f in $(TGC_MODEL_KERNELS); do $(CC) $(TGC_MODEL_CFLAGS) -c $$f -o $${f%%.c}.o || exit 1; done\n"
                    "\t$(LD) -r -o $@ $(TGC_MODEL_DIR)model_run.o $(TGC_MODEL_KERNELS:.c=.o)\n");
-    write_or_fail(tmp, "Makefile.inc", sb_str(&mk));
+    write_or_fail(tmp, "Makefile.inc", sb_get(&mk));
     manifest = NULL;
-    write_or_fail(tmp, "MANIFEST", sb_str(&man));
+    write_or_fail(tmp, "MANIFEST", sb_get(&man));
     tg_try_end(&t);
   } else {
     manifest = NULL;
-    char msg[sizeof tg_last_error.msg];
-    int code = tg_last_error.code;
-    snprintf(msg, sizeof msg, "%s", tg_last_error.msg);
-    remove_flat_dir(tmp);
-    tg_fail(code, "%s", msg);
+    abandon_output_dir(tmp);
   }
   /* put it in place: an existing DIR is replaced only when it is a previous output */
   install_output_dir(a, tmp, dir);

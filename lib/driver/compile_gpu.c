@@ -111,12 +111,12 @@ int driver_compile_gpu(Graph *g, Schedule *s, const char *dir, const char *targe
   if (mkdir(tmp, 0755) != 0) tg_fail(TG_EINPUT, "%s: cannot create: %s", tmp, strerror(errno));
   TgTry t;
   if (TG_TRY(t)) {
-    Sb man = {a, NULL, 0, 0};
+    SB man = {a, NULL, 0, 0};
     manifest = &man;
     for (int i = 0; i < nprog; i++) write_or_fail(tmp, mp.files[i], mp.texts[i]);
     write_or_fail(tmp, "schedule.json", schedule_write_json(a, s, g, mp.names, mp.sources));
     bool cl = be == &render_opencl;
-    Sb c = {a, NULL, 0, 0};
+    SB c = {a, NULL, 0, 0};
     sb_printf(&c, "/* host.c: runs the schedule of %s (%d kernels, %d items) with the %s.\n", g->path, nprog, s->nitems,
               cl ? "OpenCL API" : "CUDA driver API and NVRTC");
     sb_printf(&c, " * Build: cc -O2 host.c -o host %s. Run: ./host [DIR] (DIR holds the %s files; default .).\n",
@@ -148,17 +148,13 @@ int driver_compile_gpu(Graph *g, Schedule *s, const char *dir, const char *targe
     sb_printf(&c, "int tgc_model_run(void *const *inputs, void *const *outputs);\n");
     model_emit_run(&c, &mp, s, true);
     sb_printf(&c, "\n%s", host_main_src);
-    write_or_fail(tmp, "host.c", sb_str(&c));
+    write_or_fail(tmp, "host.c", sb_get(&c));
     manifest = NULL;
-    write_or_fail(tmp, "MANIFEST", sb_str(&man));
+    write_or_fail(tmp, "MANIFEST", sb_get(&man));
     tg_try_end(&t);
   } else {
     manifest = NULL;
-    char msg[sizeof tg_last_error.msg];
-    int code = tg_last_error.code;
-    snprintf(msg, sizeof msg, "%s", tg_last_error.msg);
-    remove_flat_dir(tmp);
-    tg_fail(code, "%s", msg);
+    abandon_output_dir(tmp);
   }
   /* put it in place as compile -t c does: an existing DIR is replaced only when it is a previous output */
   install_output_dir(a, tmp, dir);

@@ -8,11 +8,6 @@
 #include "../codegen/codegen.h"
 #include "../render/render.h"
 
-typedef struct Sb { Arena *a; char *s; size_t n, cap; } Sb;
-/* append printf-formatted text */
-void sb_printf(Sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* the text so far ("" when empty) */
-const char *sb_str(Sb *b);
 
 typedef struct CBuf {
   UOp *buf;
@@ -64,11 +59,11 @@ void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be);
 /* the output view tables and `int tgc_model_run(void *const *inputs, void *const *outputs)` (which
  * allocates the intermediates, runs the items and gathers the outputs); gpu: kernels launch
  * through the host program's gpu_run(k, bufs, nbytes, written, vars) instead of direct calls */
-void model_emit_run(Sb *c, const ModelPlan *mp, const Schedule *s, bool gpu);
+void model_emit_run(SB *c, const ModelPlan *mp, const Schedule *s, bool gpu);
 /* "void E_4(float* restrict data0, ...)" from a rendered function */
 const char *prototype(const char *fn);
 /* when set, write_or_fail appends "SHA256  NAME" lines (the sha256sum -c format) */
-extern Sb *manifest;
+extern SB *manifest;
 /* write dir/name atomically or fail with TG_EINPUT */
 void write_or_fail(const char *dir, const char *name, const char *text);
 /* a kernel's rendered source, ending in a newline */
@@ -77,6 +72,8 @@ const char *kernel_source(Arena *a, const Program *p, const RenderBackend *be);
 const char *kernel_file(Arena *a, const Program *p, const RenderBackend *be, const char *src);
 /* remove a directory holding only files */
 void remove_flat_dir(const char *dir);
+/* after a failed build into tmp: remove it and raise the failure again */
+_Noreturn void abandon_output_dir(const char *tmp);
 /* C source of tgc_gather (an output gathered through its views), shared by the bundles */
 extern const char gather_src[];
 /* move the finished tmp to dir (replacing only an empty dir or an earlier tgc output); TG_EINPUT on failure */

@@ -106,19 +106,6 @@ static DSched parse_sched(const char *name, const char *text) {
   return s;
 }
 
-typedef struct SB { Arena *a; char *s; size_t n, cap; } SB;
-static void sb_put(SB *b, const char *t) {
-  size_t k = strlen(t);
-  if (b->n + k + 1 > b->cap) {
-    size_t nc = (b->cap ? b->cap * 2 : 1024) + k;
-    char *ns = arena_alloc(b->a, nc);
-    if (b->n) memcpy(ns, b->s, b->n);
-    b->s = ns;
-    b->cap = nc;
-  }
-  memcpy(b->s + b->n, t, k + 1);
-  b->n += k;
-}
 
 /* "ADD,MUL x2" for counts c (or the difference a - b when b is set, positive side only) */
 static char *op_list(const int *a, const int *b) {
@@ -171,7 +158,7 @@ int diff_schedules(Arena *a, const char *name_a, const char *text_a, const char 
         usedb[y - j] = true;
         DItem *db = &B.items[y];
         nch++;
-        sb_put(&b, arena_printf(ga(), "~ %d -> %d %s (%s -> %s): ops -[%s] +[%s]\n", x, y, da->op, da->meta, db->meta,
+        sb_str(&b, arena_printf(ga(), "~ %d -> %d %s (%s -> %s): ops -[%s] +[%s]\n", x, y, da->op, da->meta, db->meta,
                                 op_list(da->opcount, db->opcount), op_list(db->opcount, da->opcount)));
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToObject(o, "a", json_int(x));
@@ -182,7 +169,7 @@ int diff_schedules(Arena *a, const char *name_a, const char *text_a, const char 
         cJSON_AddItemToArray(jch, o);
       } else {
         nrm++;
-        sb_put(&b, arena_printf(ga(), "- %d %s (%s): ops [%s]\n", x, da->op, da->meta, op_list(da->opcount, NULL)));
+        sb_str(&b, arena_printf(ga(), "- %d %s (%s): ops [%s]\n", x, da->op, da->meta, op_list(da->opcount, NULL)));
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToObject(o, "a", json_int(x));
         cJSON_AddStringToObject(o, "op", da->op);
@@ -194,7 +181,7 @@ int diff_schedules(Arena *a, const char *name_a, const char *text_a, const char 
       if (usedb[z - j]) continue;
       DItem *db = &B.items[z];
       nad++;
-      sb_put(&b, arena_printf(ga(), "+ %d %s (%s): ops [%s]\n", z, db->op, db->meta, op_list(db->opcount, NULL)));
+      sb_str(&b, arena_printf(ga(), "+ %d %s (%s): ops [%s]\n", z, db->op, db->meta, op_list(db->opcount, NULL)));
       cJSON *o = cJSON_CreateObject();
       cJSON_AddItemToObject(o, "b", json_int(z));
       cJSON_AddStringToObject(o, "op", db->op);
@@ -222,7 +209,7 @@ int diff_schedules(Arena *a, const char *name_a, const char *text_a, const char 
     cJSON_Delete(jch);
     cJSON_Delete(jrm);
     cJSON_Delete(jad);
-    sb_put(&b, arena_printf(ga(), "%s: %d items, %s: %d items: %d same, %d changed, %d removed, %d added\n", name_a, n, name_b,
+    sb_str(&b, arena_printf(ga(), "%s: %d items, %s: %d items: %d same, %d changed, %d removed, %d added\n", name_a, n, name_b,
                             m, same, nch, nrm, nad));
     *out = b.s;
   }

@@ -36,20 +36,6 @@ const char *const explain_why_text[WHY_N] = {
   "the reduce was split in two (kernelize_sym: split_reduceop)",
 };
 
-/* ---- a growing string in an arena ---- */
-typedef struct SB { Arena *a; char *s; size_t n, cap; } SB;
-static void sb_put(SB *b, const char *t) {
-  size_t k = strlen(t);
-  if (b->n + k + 1 > b->cap) {
-    size_t nc = (b->cap ? b->cap * 2 : 1024) + k;
-    char *ns = arena_alloc(b->a, nc);
-    if (b->n) memcpy(ns, b->s, b->n);
-    b->s = ns;
-    b->cap = nc;
-  }
-  memcpy(b->s + b->n, t, k + 1);
-  b->n += k;
-}
 
 typedef struct Reason { UOp *u; int row; SchedWhyCode why; } Reason;
 typedef struct KInfo {
@@ -229,33 +215,33 @@ char *explain_graph(Arena *a, Graph *g, bool json) {
   }
 
   SB b = {a, NULL, 0, 0};
-  sb_put(&b, arena_printf(ga(), "%s: %d kernels (%d copies, %d views)\n", g->path ? g->path : "-", s->nkernels, s->ncopies, s->nviews));
+  sb_str(&b, arena_printf(ga(), "%s: %d kernels (%d copies, %d views)\n", g->path ? g->path : "-", s->nkernels, s->ncopies, s->nviews));
   for (int i = 0; i < nk; i++) {
     KInfo *ki = &ks[i];
-    sb_put(&b, arena_printf(ga(), "kernel %d: %s, %d buffers", i, op_names[ki->it->ast->op], ki->it->nbufs));
-    for (int m = 0; m < ki->it->meta.n; m++) sb_put(&b, arena_printf(ga(), "%s%s", m ? ", " : ", metadata: ", ki->it->meta.m[m]->name));
-    sb_put(&b, "\n");
+    sb_str(&b, arena_printf(ga(), "kernel %d: %s, %d buffers", i, op_names[ki->it->ast->op], ki->it->nbufs));
+    for (int m = 0; m < ki->it->meta.n; m++) sb_str(&b, arena_printf(ga(), "%s%s", m ? ", " : ", metadata: ", ki->it->meta.m[m]->name));
+    sb_str(&b, "\n");
     for (int j = 0; j < ki->reasons.n; j++) {
       Reason *r = ki->reasons.v[j];
-      sb_put(&b, arena_printf(ga(), "  %s %s: %s", j ? "also " : "why  ", explain_why_names[r->why], explain_why_text[r->why]));
-      if (r->row >= 0) sb_put(&b, arena_printf(ga(), " [row %d %s]", r->row, op_names[r->u->op]));
-      else if (r->u) sb_put(&b, arena_printf(ga(), " [new %s]", op_names[r->u->op]));
-      sb_put(&b, "\n");
+      sb_str(&b, arena_printf(ga(), "  %s %s: %s", j ? "also " : "why  ", explain_why_names[r->why], explain_why_text[r->why]));
+      if (r->row >= 0) sb_str(&b, arena_printf(ga(), " [row %d %s]", r->row, op_names[r->u->op]));
+      else if (r->u) sb_str(&b, arena_printf(ga(), " [new %s]", op_names[r->u->op]));
+      sb_str(&b, "\n");
     }
     if (ki->outputs.n) {
-      sb_put(&b, "  outputs:");
-      for (int j = 0; j < ki->outputs.n; j++) sb_put(&b, arena_printf(ga(), " sink[%d]", (int)((intptr_t)ki->outputs.v[j] - 1)));
-      sb_put(&b, "\n");
+      sb_str(&b, "  outputs:");
+      for (int j = 0; j < ki->outputs.n; j++) sb_str(&b, arena_printf(ga(), " sink[%d]", (int)((intptr_t)ki->outputs.v[j] - 1)));
+      sb_str(&b, "\n");
     }
-    sb_put(&b, "  ops:");
+    sb_str(&b, "  ops:");
     int nops = 0;
     for (int r = 0; r < g->nrows; r++) {
       UOp *u = g->rows[r];
       if (!in_kernel(ki, &w.mv, u)) continue;
       const char *nm = meta_name(u);
-      sb_put(&b, arena_printf(ga(), "%s %d %s%s%s", nops++ ? "," : "", r, op_names[u->op], nm ? " " : "", nm ? nm : ""));
+      sb_str(&b, arena_printf(ga(), "%s %d %s%s%s", nops++ ? "," : "", r, op_names[u->op], nm ? " " : "", nm ? nm : ""));
     }
-    sb_put(&b, nops ? "\n" : " (none from the input graph)\n");
+    sb_str(&b, nops ? "\n" : " (none from the input graph)\n");
   }
   return b.s ? b.s : arena_printf(a, "%s", "");
 }

@@ -13,35 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- a growable string */
-typedef struct SB { Arena *a; char *s; size_t n, cap; } SB;
-static void sb_init(SB *b, Arena *a) { b->a = a; b->cap = 256; b->n = 0; b->s = arena_alloc(a, b->cap); }
-static void sb_put(SB *b, const char *t, size_t k) {
-  if (b->n + k + 1 > b->cap) {
-    size_t nc = b->cap * 2;
-    while (b->n + k + 1 > nc) nc *= 2;
-    char *ns = arena_alloc(b->a, nc);
-    memcpy(ns, b->s, b->n);
-    b->s = ns; b->cap = nc;
-  }
-  memcpy(b->s + b->n, t, k);
-  b->n += k;
-  b->s[b->n] = 0;
-}
-static void sb_str(SB *b, const char *t) { sb_put(b, t, strlen(t)); }
-__attribute__((format(printf, 2, 3))) static void sb_printf(SB *b, const char *fmt, ...) {
-  char tmp[512];
-  va_list ap;
-  va_start(ap, fmt);
-  int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-  va_end(ap);
-  if (k < (int)sizeof tmp) { sb_put(b, tmp, (size_t)k); return; }
-  char *big = arena_alloc(b->a, (size_t)k + 1);
-  va_start(ap, fmt);
-  vsnprintf(big, (size_t)k + 1, fmt, ap);
-  va_end(ap);
-  sb_put(b, big, (size_t)k);
-}
+/* ---------------------------------------------------------------- strings (SB: util.h) */
 static void sb_indent(SB *b, int d) { for (int i = 0; i < d; i++) sb_str(b, "  "); }
 
 /* ---------------------------------------------------------------- half / bfloat16 */

@@ -49,27 +49,27 @@ static double bf16_round(double x) {
   return (double)f;
 }
 static uint32_t float_to_fp8(double x, bool e4m3) {
-  const int EXP_BIAS = e4m3 ? 7 : 15, SB = e4m3 ? 4 : 3;
+  const int EXP_BIAS = e4m3 ? 7 : 15, MANT_BITS = e4m3 ? 4 : 3;
   const uint64_t MASK = e4m3 ? 0x7 : 0x3, MINDENORM_O2 = e4m3 ? 0x3F50000000000000ull : 0x3EE0000000000000ull;
   const uint64_t OVERFLOW = e4m3 ? 0x407D000000000000ull : 0x40EE000000000000ull - 1, MINNORM = e4m3 ? 0x3F90000000000000ull : 0x3F10000000000000ull;
   const uint32_t MAXNORM = e4m3 ? 0x7E : 0x7B;
   uint64_t xbits; memcpy(&xbits, &x, 8);
-  uint64_t HALF_ULP = 1ull << (53 - SB - 1);
+  uint64_t HALF_ULP = 1ull << (53 - MANT_BITS - 1);
   uint32_t sign = (uint32_t)((xbits >> 63) & 1) << 7;
   int64_t exp = (int64_t)((xbits >> 52) & 0x7FF) - 1023 + EXP_BIAS;
-  uint64_t mantissa = (xbits >> (53 - SB)) & MASK;
+  uint64_t mantissa = (xbits >> (53 - MANT_BITS)) & MASK;
   uint64_t absx = xbits & 0x7FFFFFFFFFFFFFFFull;
   uint64_t res;
   if (absx <= MINDENORM_O2) res = 0;
   else if (absx > 0x7FF0000000000000ull) res = e4m3 ? 0x7F : (0x7E | mantissa);
   else if (absx > OVERFLOW) res = MAXNORM;
   else if (absx >= MINNORM) {
-    res = ((uint64_t)exp << (SB - 1)) | mantissa;
+    res = ((uint64_t)exp << (MANT_BITS - 1)) | mantissa;
     uint64_t rb = xbits & ((HALF_ULP << 1) - 1);
     if (rb > HALF_ULP || (rb == HALF_ULP && (mantissa & 1))) res += 1;
   } else {
     int64_t shift = 1 - exp;
-    mantissa |= 1ull << (SB - 1);
+    mantissa |= 1ull << (MANT_BITS - 1);
     res = shift >= 64 ? 0 : mantissa >> shift;
     uint64_t lim = shift + 1 >= 64 ? ~0ull : (HALF_ULP << (shift + 1)) - 1;
     uint64_t rb = (xbits | (1ull << 52)) & lim, half = shift >= 64 ? ~0ull : HALF_ULP << shift;

@@ -109,6 +109,36 @@ char *arena_printf(Arena *a, const char *fmt, ...) {
   va_end(ap2);
   return s;
 }
+
+/* ---- string builder ---- */
+void sb_init(SB *b, Arena *a) { *b = (SB){a, NULL, 0, 0}; sb_put(b, "", 0); }
+void sb_put(SB *b, const char *t, size_t k) {
+  if (b->n + k + 1 > b->cap) {
+    size_t nc = b->cap ? b->cap * 2 : 256;
+    while (b->n + k + 1 > nc) nc *= 2;
+    char *ns = arena_alloc_raw(b->a, nc);
+    if (b->n) memcpy(ns, b->s, b->n);
+    b->s = ns; b->cap = nc;
+  }
+  if (k) memcpy(b->s + b->n, t, k);
+  b->n += k;
+  b->s[b->n] = 0;
+}
+void sb_str(SB *b, const char *t) { sb_put(b, t, strlen(t)); }
+void sb_printf(SB *b, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (k < 0) tg_fail(TG_EINTERNAL, "sb_printf: bad format %s", fmt);
+  if (k < (int)sizeof tmp) { sb_put(b, tmp, (size_t)k); return; }
+  char *big = arena_alloc_raw(b->a, (size_t)k + 1);
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)k + 1, fmt, ap);
+  va_end(ap);
+  sb_put(b, big, (size_t)k);
+}
 ArenaMark arena_mark(Arena *a) { return (ArenaMark){a->head, a->head ? a->head->off : 0}; }
 void arena_pop(Arena *a, ArenaMark m) {
   while (a->head && a->head != m.chunk) {

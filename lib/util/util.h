@@ -24,6 +24,15 @@ ArenaMark arena_mark(Arena *a);
 void arena_pop(Arena *a, ArenaMark m);          /* frees everything allocated since the mark */
 void arena_free(Arena *a);
 
+/* ---- a growing NUL-terminated string in an arena: SB b = {arena} (or sb_init), then append;
+ * b.s is NULL until the first append without sb_init, sb_get gives "" then ---- */
+typedef struct SB { Arena *a; char *s; size_t n, cap; } SB;
+void sb_init(SB *b, Arena *a);                  /* b.s = "" */
+void sb_put(SB *b, const char *t, size_t k);    /* append k bytes of t */
+void sb_str(SB *b, const char *t);              /* append t */
+void sb_printf(SB *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline const char *sb_get(const SB *b) { return b->s ? b->s : ""; }
+
 /* ---- growable vector of pointers (arena backed) ---- */
 typedef struct PtrVec { void **v; int n, cap; Arena *a; } PtrVec;
 void vec_init(PtrVec *v, Arena *a);
