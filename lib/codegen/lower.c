@@ -683,11 +683,21 @@ static void flatten(Lin *l, Scope *root, PtrVec *out) {
 
 
 /* ---------------------------------------------------------------- the kernel name */
-/* views_to_real_strides from an (idx, valid) pair: per full-shape axis, the RANGE's coefficient
- * in idx (0 when unused; -1 when used but not linear), unknown (has=false) when it is not linear
- * or it is masked, and masked (axis_is_masked: valid uses it) */
-static void real_strides(LCtx *c, UOp *idx, UOp *valid, int64_t *out, bool *has, bool *mk) {
-  for (int i = 0; i < c->nf; i++) { out[i] = 0; has[i] = false; mk[i] = false; }
+/* one ShapeTracker's facts about one axis, as kernel_axes merges them */
+typedef struct StAxis {
+  Sint shape;       /* its shape (a reduce's output has 1 on reduced axes) */
+  Sint own;         /* the shape apply_opt checks (a reduce's input: its source shape) */
+  int64_t str;      /* real_strides(): the index's coefficient (0 unused, -1 not linear) */
+  int64_t raw;      /* views[-1].strides */
+  bool real;        /* real_strides() is not None there */
+  bool masked;      /* axis_is_masked */
+} StAxis;
+
+/* views_to_real_strides from an (idx, valid) pair into row[0..nf): per full-shape axis, the
+ * RANGE's coefficient in idx (0 when unused; -1 when used but not linear), unknown (real=false)
+ * when it is not linear or it is masked, and masked (axis_is_masked: valid uses it) */
+static void real_strides(LCtx *c, UOp *idx, UOp *valid, StAxis *row) {
+  for (int i = 0; i < c->nf; i++) { row[i].str = 0; row[i].real = false; row[i].masked = false; }
   UOp *terms[256];
   int nt = split_uop(idx, OP_ADD, terms, 256);
   for (int t = 0; t < nt && t < 256; t++) {
@@ -696,135 +706,124 @@ static void real_strides(LCtx *c, UOp *idx, UOp *valid, int64_t *out, bool *has,
     if (x->op == OP_RANGE) { r = x; k = 1; }
     else if (x->op == OP_MUL && x->src[0]->op == OP_RANGE && x->src[1]->op == OP_CONST) { r = x->src[0]; k = x->src[1]->arg->i; }
     else if (x->op == OP_MUL && x->src[1]->op == OP_RANGE && x->src[0]->op == OP_CONST) { r = x->src[1]; k = x->src[0]->arg->i; }
-    if (r && r->arg->i < c->racap && c->raxis[r->arg->i] >= 0) { out[c->raxis[r->arg->i]] = k; has[c->raxis[r->arg->i]] = true; }
+    if (r && r->arg->i < c->racap && c->raxis[r->arg->i] >= 0) { row[c->raxis[r->arg->i]].str = k; row[c->raxis[r->arg->i]].real = true; }
   }
   bool *used = arena_alloc(c->a, sizeof(bool) * (size_t)(c->nf + 1));
   UList ti = uop_toposort(idx, NULL, NULL);
   for (int i = 0; i < ti.n; i++) if (ti.v[i]->op == OP_RANGE && ti.v[i]->arg->i < c->racap && c->raxis[ti.v[i]->arg->i] >= 0) used[c->raxis[ti.v[i]->arg->i]] = true;
   for (int i = 0; i < c->nf; i++) {
-    if (!used[i]) { out[i] = 0; has[i] = true; }
-    else if (!has[i]) out[i] = -1;
+    if (!used[i]) { row[i].str = 0; row[i].real = true; }
+    else if (!row[i].real) row[i].str = -1;
   }
   UList tv = uop_toposort(valid, NULL, NULL);
   for (int i = 0; i < tv.n; i++)
     if (tv.v[i]->op == OP_RANGE && tv.v[i]->arg->i < c->racap && c->raxis[tv.v[i]->arg->i] >= 0) {
-      has[c->raxis[tv.v[i]->arg->i]] = false;
-      mk[c->raxis[tv.v[i]->arg->i]] = true;
+      row[c->raxis[tv.v[i]->arg->i]].real = false;
+      row[c->raxis[tv.v[i]->arg->i]].masked = true;
     }
+}
+/* views[-1].strides of st into row: its own when its last view has the full shape's rank (the
+ * usual case; a swizzled reduce's buffers do not), else the index's coefficients */
+static void raw_strides(const ShapeTracker *st, int nf, StAxis *row) {
+  const View *v = st ? st->views[st->nviews - 1] : NULL;
+  for (int i = 0; i < nf; i++) row[i].raw = v && v->ndim == nf ? (si_is_int(v->strides[i]) ? v->strides[i].c : -1) : row[i].str;
 }
 
 /* Kernel.__init__'s sts (the output, every buffer, each of the nred reduces' output and input, the
  * full shape with 0 strides) through simplify_ones + simplify_merge_adjacent: the axes the name and
  * the opts see */
 static void kernel_axes(LCtx *c, KAxes *k) {
-  int nf = c->nf, nred = c->reds.n;
-  int nst = 1 + (c->recs.n - 3) / 3 + 2 * nred + 1;
-  Sint **shp = arena_alloc(c->a, sizeof(Sint *) * (size_t)nst);
-  int64_t **str = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
-  bool **hs = arena_alloc(c->a, sizeof(bool *) * (size_t)nst), **mk = arena_alloc(c->a, sizeof(bool *) * (size_t)nst);
-  int64_t **raw = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
-  Sint **own = arena_alloc(c->a, sizeof(Sint *) * (size_t)nst); /* the shape apply_opt checks */
-  for (int j = 0; j < nst; j++) {
-    shp[j] = arena_alloc(c->a, sizeof(Sint) * (size_t)(nf + 1));
-    own[j] = arena_alloc(c->a, sizeof(Sint) * (size_t)(nf + 1));
-    str[j] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nf + 1));
-    raw[j] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nf + 1));
-    hs[j] = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
-    mk[j] = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
-    for (int i = 0; i < nf; i++) shp[j][i] = c->F[i];
+  int nf = c->nf, nred = c->reds.n, nbuf = (c->recs.n - 3) / 3;
+  int nst = 1 + nbuf + 2 * nred + 1;
+  StAxis **ax = arena_alloc(c->a, sizeof(StAxis *) * (size_t)nst);
+  for (int t = 0; t < nst; t++) {
+    ax[t] = arena_alloc(c->a, sizeof(StAxis) * (size_t)(nf + 1));
+    for (int i = 0; i < nf; i++) ax[t][i].shape = c->F[i];
   }
-  /* views[-1].strides: the ShapeTracker's own when its last view has the full shape's rank (the
-   * usual case; a swizzled reduce's buffers do not), else the index's coefficients */
-  #define RAW_OF(j, st) do { \
-    const ShapeTracker *st_ = (st); \
-    const View *v_ = st_ ? st_->views[st_->nviews - 1] : NULL; \
-    for (int i = 0; i < nf; i++) raw[j][i] = v_ && v_->ndim == nf ? (si_is_int(v_->strides[i]) ? v_->strides[i].c : -1) : str[j][i]; \
-  } while (0)
   int j = 0;
-  real_strides(c, c->out_idx, c->out_valid, str[j], hs[j], mk[j]);
-  RAW_OF(j, c->recs.v[c->out_rec + 2]);
-  for (int i = 0; i < nf; i++) if (c->red[i]) shp[j][i] = si(1);
+  real_strides(c, c->out_idx, c->out_valid, ax[j]);
+  raw_strides(c->recs.v[c->out_rec + 2], nf, ax[j]);
+  for (int i = 0; i < nf; i++) if (c->red[i]) ax[j][i].shape = si(1);
   j++;
   for (int q = 0; q + 2 < c->recs.n; q += 3)
-    if (q != c->out_rec) { real_strides(c, c->recs.v[q], c->recs.v[q + 1], str[j], hs[j], mk[j]); RAW_OF(j, c->recs.v[q + 2]); j++; }
-  #undef RAW_OF
+    if (q != c->out_rec) { real_strides(c, c->recs.v[q], c->recs.v[q + 1], ax[j]); raw_strides(c->recs.v[q + 2], nf, ax[j]); j++; }
   /* each reduce's output and input ShapeTrackers (contiguous), and the full shape with 0 strides */
   for (int t = 0; t < 2 * nred; t++, j++) {
     int64_t acc = 1;
     for (int i = nf - 1; i >= 0; i--) {
-      if (t % 2 == 0 && c->red[i]) shp[j][i] = si(1);
-      bool one = si_is_int(shp[j][i]) && shp[j][i].c == 1;
-      str[j][i] = one ? 0 : acc; hs[j][i] = true;
-      acc = si_is_int(shp[j][i]) ? acc * shp[j][i].c : acc;
+      StAxis *x = &ax[j][i];
+      if (t % 2 == 0 && c->red[i]) x->shape = si(1);
+      bool one = si_is_int(x->shape) && x->shape.c == 1;
+      x->str = x->raw = one ? 0 : acc; x->real = true;
+      acc = si_is_int(x->shape) ? acc * x->shape.c : acc;
     }
   }
-  for (int i = 0; i < nf; i++) { str[j][i] = 0; hs[j][i] = true; }
+  for (int i = 0; i < nf; i++) { ax[j][i].str = ax[j][i].raw = 0; ax[j][i].real = true; }
   int full = j++;
   nst = j;
   /* each ShapeTracker's own shape: the full shape, but a reduce's source shape for its input (a
    * kernel can reduce one axis at two sizes; tinygrad's shift checks refuse what does not divide it) */
-  for (int t = 0; t < nst; t++) memcpy(own[t], shp[t], sizeof(Sint) * (size_t)nf);
+  for (int t = 0; t < nst; t++) for (int i = 0; i < nf; i++) ax[t][i].own = ax[t][i].shape;
   for (int r = 0; r < nred; r++) {
     const SList *rsh = c->reds.v[r];
-    int t = 1 + (c->recs.n - 3) / 3 + 2 * r + 1;
-    if (rsh->n == nf && nf == c->nout) memcpy(own[t], rsh->v, sizeof(Sint) * (size_t)nf);
+    int t = 1 + nbuf + 2 * r + 1;
+    if (rsh->n == nf && nf == c->nout) for (int i = 0; i < nf; i++) ax[t][i].own = rsh->v[i];
   }
-  for (int t = 1 + (c->recs.n - 3) / 3; t < nst; t++) memcpy(raw[t], str[t], sizeof(int64_t) * (size_t)nf);
   /* simplify_ones */
   int m = 0;
   int *kept = arena_alloc(c->a, sizeof(int) * (size_t)(nf + 1));
   for (int i = 0; i < nf; i++) {
     if (si_is_int(c->F[i]) && c->F[i].c == 1) continue;
-    for (int t = 0; t < nst; t++) { shp[t][m] = shp[t][i]; own[t][m] = own[t][i]; str[t][m] = str[t][i]; raw[t][m] = raw[t][i]; hs[t][m] = hs[t][i]; mk[t][m] = mk[t][i]; }
+    for (int t = 0; t < nst; t++) ax[t][m] = ax[t][i];
     kept[m++] = i;
   }
   nf = m;
-  /* simplify_merge_adjacent */
+  /* simplify_merge_adjacent: merged axis rn-1 takes the size product, the inner axis' strides,
+   * and a mask of either */
   int first_reduce = nf;
-  for (int i = 0; i < nf; i++) if (!si_eq(shp[0][i], shp[full][i])) { first_reduce = i; break; }
-  Sint **rs = arena_alloc(c->a, sizeof(Sint *) * (size_t)nst);
-  int64_t **rt = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst), **rr = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
-  bool **rh = arena_alloc(c->a, sizeof(bool *) * (size_t)nst), **rm = arena_alloc(c->a, sizeof(bool *) * (size_t)nst);
+  for (int i = 0; i < nf; i++) if (!si_eq(ax[0][i].shape, ax[full][i].shape)) { first_reduce = i; break; }
+  StAxis **mg = arena_alloc(c->a, sizeof(StAxis *) * (size_t)nst);
+  for (int t = 0; t < nst; t++) mg[t] = arena_alloc(c->a, sizeof(StAxis) * (size_t)(nf + 1));
   int *lo = arena_alloc(c->a, sizeof(int) * (size_t)(nf + 1)), *hi = arena_alloc(c->a, sizeof(int) * (size_t)(nf + 1));
   int rn = 0;
-  for (int t = 0; t < nst; t++) {
-    rs[t] = arena_alloc(c->a, sizeof(Sint) * (size_t)(nf + 1));
-    rt[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nf + 1));
-    rr[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nf + 1));
-    rh[t] = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
-    rm[t] = arena_alloc(c->a, sizeof(bool) * (size_t)(nf + 1));
-  }
-  if (nf) {
-    for (int t = 0; t < nst; t++) { rs[t][0] = shp[t][0]; rt[t][0] = str[t][0]; rr[t][0] = raw[t][0]; rh[t][0] = hs[t][0]; rm[t][0] = mk[t][0]; }
-    lo[0] = hi[0] = 0;
-    rn = 1;
-    for (int i = 1; i < nf; i++) {
-      bool mergeable = i != first_reduce;
-      for (int t = 0; t < nst && mergeable; t++) {
-        if (!hs[t][i] || !rh[t][rn - 1] || !si_is_int(shp[t][i])) { mergeable = false; break; }
-        int64_t sti = str[t][i], last = rt[t][rn - 1];
-        mergeable = (sti != 0 && last == shp[t][i].c * sti) || (sti == 0 && last == 0);
-      }
-      for (int t = 0; t < nst; t++) {
-        if (mergeable) { rs[t][rn - 1] = si_mul(rs[t][rn - 1], shp[t][i]); rt[t][rn - 1] = str[t][i]; rr[t][rn - 1] = raw[t][i]; rh[t][rn - 1] = hs[t][i]; rm[t][rn - 1] |= mk[t][i]; }
-        else { rs[t][rn] = shp[t][i]; rt[t][rn] = str[t][i]; rr[t][rn] = raw[t][i]; rh[t][rn] = hs[t][i]; rm[t][rn] = mk[t][i]; }
-      }
-      if (mergeable) hi[rn - 1] = i;
-      else { lo[rn] = hi[rn] = i; rn++; }
+  for (int i = 0; i < nf; i++) {
+    bool mergeable = i > 0 && i != first_reduce;
+    for (int t = 0; t < nst && mergeable; t++) {
+      const StAxis *x = &ax[t][i], *last = &mg[t][rn - 1];
+      if (!x->real || !last->real || !si_is_int(x->shape)) { mergeable = false; break; }
+      mergeable = (x->str != 0 && last->str == x->shape.c * x->str) || (x->str == 0 && last->str == 0);
     }
+    for (int t = 0; t < nst; t++) {
+      if (!mergeable) { mg[t][rn] = ax[t][i]; continue; }
+      StAxis *last = &mg[t][rn - 1];
+      const StAxis *x = &ax[t][i];
+      *last = (StAxis){si_mul(last->shape, x->shape), last->own, x->str, x->raw, x->real, last->masked || x->masked};
+    }
+    if (mergeable) hi[rn - 1] = i;
+    else { lo[rn] = hi[rn] = i; rn++; }
   }
+  /* KAxes' per-ShapeTracker arrays, the shapes apply_opt checks as merged products of own */
   bool *red = arena_alloc(c->a, sizeof(bool) * (size_t)(rn + 1));
-  for (int i = 0; i < rn; i++) red[i] = !si_eq(rs[0][i], rs[full][i]);
-  int64_t **ishp = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
+  for (int i = 0; i < rn; i++) red[i] = !si_eq(mg[0][i].shape, mg[full][i].shape);
+  Sint *size = arena_alloc(c->a, sizeof(Sint) * (size_t)(rn + 1));
+  for (int i = 0; i < rn; i++) size[i] = mg[full][i].shape;
+  int64_t **ishp = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst), **rr = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
+  int64_t **rt = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
+  bool **rh = arena_alloc(c->a, sizeof(bool *) * (size_t)nst), **rm = arena_alloc(c->a, sizeof(bool *) * (size_t)nst);
   for (int t = 0; t < nst; t++) {
     ishp[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(rn + 1));
+    rr[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(rn + 1));
+    rt[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(rn + 1));
+    rh[t] = arena_alloc(c->a, sizeof(bool) * (size_t)(rn + 1));
+    rm[t] = arena_alloc(c->a, sizeof(bool) * (size_t)(rn + 1));
     for (int i = 0; i < rn; i++) {
       int64_t p = 1;
-      for (int q = lo[i]; q <= hi[i] && p >= 0; q++) p = si_is_int(own[t][q]) ? p * own[t][q].c : -1;
+      for (int q = lo[i]; q <= hi[i] && p >= 0; q++) p = si_is_int(ax[t][q].own) ? p * ax[t][q].own.c : -1;
       ishp[t][i] = p;
+      rr[t][i] = mg[t][i].raw; rt[t][i] = mg[t][i].str; rh[t][i] = mg[t][i].real; rm[t][i] = mg[t][i].masked;
     }
   }
-  *k = (KAxes){.n = rn, .size = rs[full], .shape = ishp, .reduce = red, .nst = nst, .stride = rr, .rstride = rt, .real = rh, .masked = rm,
+  *k = (KAxes){.n = rn, .size = size, .shape = ishp, .reduce = red, .nst = nst, .stride = rr, .rstride = rt, .real = rh, .masked = rm,
                .nf = c->nf, .fsize = c->F, .lo = lo, .hi = hi, .kept = kept};
 }
 
