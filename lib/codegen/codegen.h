@@ -73,16 +73,20 @@ UOp *lower_identity(Op op, const DType *dt);
 
 /* ---- opt.c internals shared with lower.c: the kernel's axes as tinygrad's Kernel holds them after
  * simplify_ones + simplify_merge_adjacent, and the F-axis factors an opt list comes to */
+/* one ShapeTracker's view of one kernel axis */
+typedef struct KStAx {
+  int64_t shape;                  /* its shape there (-1: symbolic) */
+  int64_t stride;                 /* views[-1].strides (-1: symbolic or not linear) */
+  int64_t rstride;                /* real_strides() where real (the index's coefficient) */
+  bool real;                      /* real_strides() is not None there */
+  bool masked;                    /* axis_is_masked */
+} KStAx;
 typedef struct KAxes {
   int n;                          /* merged axes */
   const Sint *size;               /* full_shape */
   const bool *reduce;             /* output_shape != full_shape there */
   int nst;                        /* ShapeTrackers: output, buffers, each reduce's out/in, the full shape */
-  int64_t **shape;                /* each one's shape (-1: symbolic) */
-  int64_t **stride;               /* views[-1].strides (-1: symbolic or not linear) */
-  int64_t **rstride;              /* real_strides() where real (the index's coefficient) */
-  bool **real;                    /* real_strides() is not None there */
-  bool **masked;                  /* axis_is_masked */
+  KStAx **st;                     /* st[t][axis]: ShapeTracker t on merged axis axis */
   int nf; const Sint *fsize;      /* lower's own axes (F) */
   int *lo, *hi;                   /* merged axis m is F axes kept[lo[m]..hi[m]] */
   int *kept;                      /* the F axes of size > 1 */

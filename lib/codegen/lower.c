@@ -802,28 +802,21 @@ static void kernel_axes(LCtx *c, KAxes *k) {
     if (mergeable) hi[rn - 1] = i;
     else { lo[rn] = hi[rn] = i; rn++; }
   }
-  /* KAxes' per-ShapeTracker arrays, the shapes apply_opt checks as merged products of own */
+  /* KAxes: the shapes apply_opt checks are merged products of own */
   bool *red = arena_alloc(c->a, sizeof(bool) * (size_t)(rn + 1));
   for (int i = 0; i < rn; i++) red[i] = !si_eq(mg[0][i].shape, mg[full][i].shape);
   Sint *size = arena_alloc(c->a, sizeof(Sint) * (size_t)(rn + 1));
   for (int i = 0; i < rn; i++) size[i] = mg[full][i].shape;
-  int64_t **ishp = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst), **rr = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
-  int64_t **rt = arena_alloc(c->a, sizeof(int64_t *) * (size_t)nst);
-  bool **rh = arena_alloc(c->a, sizeof(bool *) * (size_t)nst), **rm = arena_alloc(c->a, sizeof(bool *) * (size_t)nst);
+  KStAx **st = arena_alloc(c->a, sizeof(KStAx *) * (size_t)nst);
   for (int t = 0; t < nst; t++) {
-    ishp[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(rn + 1));
-    rr[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(rn + 1));
-    rt[t] = arena_alloc(c->a, sizeof(int64_t) * (size_t)(rn + 1));
-    rh[t] = arena_alloc(c->a, sizeof(bool) * (size_t)(rn + 1));
-    rm[t] = arena_alloc(c->a, sizeof(bool) * (size_t)(rn + 1));
+    st[t] = arena_alloc(c->a, sizeof(KStAx) * (size_t)(rn + 1));
     for (int i = 0; i < rn; i++) {
       int64_t p = 1;
       for (int q = lo[i]; q <= hi[i] && p >= 0; q++) p = si_is_int(ax[t][q].own) ? p * ax[t][q].own.c : -1;
-      ishp[t][i] = p;
-      rr[t][i] = mg[t][i].raw; rt[t][i] = mg[t][i].str; rh[t][i] = mg[t][i].real; rm[t][i] = mg[t][i].masked;
+      st[t][i] = (KStAx){.shape = p, .stride = mg[t][i].raw, .rstride = mg[t][i].str, .real = mg[t][i].real, .masked = mg[t][i].masked};
     }
   }
-  *k = (KAxes){.n = rn, .size = size, .shape = ishp, .reduce = red, .nst = nst, .stride = rr, .rstride = rt, .real = rh, .masked = rm,
+  *k = (KAxes){.n = rn, .size = size, .reduce = red, .nst = nst, .st = st,
                .nf = c->nf, .fsize = c->F, .lo = lo, .hi = hi, .kept = kept};
 }
 

@@ -15,71 +15,59 @@
 
 enum { AX_LOOP, AX_REDUCE, AX_UPCAST, AX_UNROLL };
 
+typedef struct MAxis { int64_t size; /* -1: symbolic */ uint8_t type; int origin; /* the merged axis */ } MAxis;
 typedef struct Model {
   int n, cap, nst;
-  int64_t *size;            /* -1: symbolic */
-  uint8_t *type;
-  int *origin;              /* the merged axis */
-  int64_t **shape, **stride, **rstride; bool **real, **masked;
+  MAxis *ax;
+  KStAx **st;               /* st[t][i]: ShapeTracker t on axis i */
   int nsplit, split_m[KOPT_MAX], split_amt[KOPT_MAX];
 } Model;
 
 static void model_init(Arena *a, const KAxes *k, Model *m) {
   m->n = k->n; m->cap = k->n + KOPT_MAX + 1; m->nst = k->nst; m->nsplit = 0;
-  m->size = arena_alloc(a, sizeof(int64_t) * (size_t)m->cap);
-  m->type = arena_alloc(a, (size_t)m->cap);
-  m->origin = arena_alloc(a, sizeof(int) * (size_t)m->cap);
-  m->stride = arena_alloc(a, sizeof(int64_t *) * (size_t)m->nst);
-  m->rstride = arena_alloc(a, sizeof(int64_t *) * (size_t)m->nst);
-  m->shape = arena_alloc(a, sizeof(int64_t *) * (size_t)m->nst);
-  m->real = arena_alloc(a, sizeof(bool *) * (size_t)m->nst);
-  m->masked = arena_alloc(a, sizeof(bool *) * (size_t)m->nst);
+  m->ax = arena_alloc(a, sizeof(MAxis) * (size_t)m->cap);
+  m->st = arena_alloc(a, sizeof(KStAx *) * (size_t)m->nst);
   for (int t = 0; t < m->nst; t++) {
-    m->stride[t] = arena_alloc(a, sizeof(int64_t) * (size_t)m->cap);
-    m->rstride[t] = arena_alloc(a, sizeof(int64_t) * (size_t)m->cap);
-    m->shape[t] = arena_alloc(a, sizeof(int64_t) * (size_t)m->cap);
-    m->real[t] = arena_alloc(a, (size_t)m->cap);
-    m->masked[t] = arena_alloc(a, (size_t)m->cap);
-    for (int i = 0; i < k->n; i++) { m->stride[t][i] = k->stride[t][i]; m->rstride[t][i] = k->rstride[t][i]; m->shape[t][i] = k->shape[t][i]; m->real[t][i] = k->real[t][i]; m->masked[t][i] = k->masked[t][i]; }
+    m->st[t] = arena_alloc(a, sizeof(KStAx) * (size_t)m->cap);
+    memcpy(m->st[t], k->st[t], sizeof(KStAx) * (size_t)k->n);
   }
-  for (int i = 0; i < k->n; i++) {
-    m->size[i] = si_is_int(k->size[i]) ? k->size[i].c : -1;
-    m->type[i] = k->reduce[i] ? AX_REDUCE : AX_LOOP;
-    m->origin[i] = i;
-  }
+  for (int i = 0; i < k->n; i++)
+    m->ax[i] = (MAxis){si_is_int(k->size[i]) ? k->size[i].c : -1, k->reduce[i] ? AX_REDUCE : AX_LOOP, i};
+}
+/* axis from moves to to (every ShapeTracker's view of it too) */
+static void move_axis(Model *m, int to, int from) {
+  m->ax[to] = m->ax[from];
+  for (int t = 0; t < m->nst; t++) m->st[t][to] = m->st[t][from];
 }
 
-static bool is_type(const Model *m, int i, int t0, int t1) { return m->type[i] == t0 || m->type[i] == t1; }
+static bool is_type(const Model *m, int i, int t0, int t1) { return m->ax[i].type == t0 || m->ax[i].type == t1; }
 static int upcastable(const Model *m, int *out) {
   int n = 0;
-  for (int i = 0; i < m->n; i++) if (m->type[i] == AX_LOOP && m->size[i] > 1) out[n++] = i;
+  for (int i = 0; i < m->n; i++) if (m->ax[i].type == AX_LOOP && m->ax[i].size > 1) out[n++] = i;
   return n;
 }
 static int unrollable(const Model *m, int *out) {
   int n = 0;
-  for (int i = 0; i < m->n; i++) if (m->type[i] == AX_REDUCE && m->size[i] > 1) out[n++] = i;
+  for (int i = 0; i < m->n; i++) if (m->ax[i].type == AX_REDUCE && m->ax[i].size > 1) out[n++] = i;
   return n;
 }
 
 /* Kernel.shift_to(axis, amt, type, top=False, insert_at) */
 static void shift_to(Model *m, int axis, int64_t amt, int type, int insert_at) {
-  for (int j = m->n; j > insert_at; j--) {
-    m->size[j] = m->size[j - 1]; m->type[j] = m->type[j - 1]; m->origin[j] = m->origin[j - 1];
-    for (int t = 0; t < m->nst; t++) { m->stride[t][j] = m->stride[t][j - 1]; m->rstride[t][j] = m->rstride[t][j - 1]; m->shape[t][j] = m->shape[t][j - 1]; m->real[t][j] = m->real[t][j - 1]; m->masked[t][j] = m->masked[t][j - 1]; }
-  }
+  for (int j = m->n; j > insert_at; j--) move_axis(m, j, j - 1);
   m->n++;
-  m->size[insert_at] = amt; m->type[insert_at] = (uint8_t)type; m->origin[insert_at] = m->origin[axis];
+  m->ax[insert_at] = (MAxis){amt, (uint8_t)type, m->ax[axis].origin};
   for (int t = 0; t < m->nst; t++) {
-    m->stride[t][insert_at] = m->stride[t][axis]; m->rstride[t][insert_at] = m->rstride[t][axis]; m->real[t][insert_at] = m->real[t][axis]; m->masked[t][insert_at] = m->masked[t][axis];
-    if (m->stride[t][axis] > 0) m->stride[t][axis] *= amt;
-    if (m->rstride[t][axis] > 0) m->rstride[t][axis] *= amt;
+    KStAx *in = &m->st[t][insert_at], *x = &m->st[t][axis];
     /* new_shape_fxn: (s/amt, amt), or (1, 1) where the ShapeTracker has 1 there */
-    bool one = m->shape[t][axis] == 1;
-    m->shape[t][insert_at] = one ? 1 : amt;
-    if (!one) m->shape[t][axis] /= amt;
+    bool one = x->shape == 1;
+    *in = (KStAx){.shape = one ? 1 : amt, .stride = x->stride, .rstride = x->rstride, .real = x->real, .masked = x->masked};
+    if (x->stride > 0) x->stride *= amt;
+    if (x->rstride > 0) x->rstride *= amt;
+    if (!one) x->shape /= amt;
   }
-  m->size[axis] /= amt;
-  m->split_m[m->nsplit] = m->origin[axis]; m->split_amt[m->nsplit] = (int)amt; m->nsplit++;
+  m->ax[axis].size /= amt;
+  m->split_m[m->nsplit] = m->ax[axis].origin; m->split_amt[m->nsplit] = (int)amt; m->nsplit++;
 }
 
 #define OPT_CHECK(cond, ...) do { if (!(cond)) { snprintf(why, wn, __VA_ARGS__); return false; } } while (0)
@@ -96,18 +84,18 @@ static bool model_apply(Model *m, KOpt o, char *why, size_t wn) {
     OPT_CHECK(o.axis >= 0 && o.axis < m->n, "invalid axis %d (%d axes)", o.axis, m->n);
     axis = o.axis;
   }
-  int64_t amt = o.amt ? o.amt : m->size[axis];
-  OPT_CHECK(m->size[axis] > 0 && amt > 1, "shift of %lld, 1 or symbolic amount is meaningless", (long long)amt);
-  OPT_CHECK(m->size[axis] % amt == 0, "no longer valid shift full_shape[%d]=%lld, amt=%lld", axis, (long long)m->size[axis], (long long)amt);
+  int64_t amt = o.amt ? o.amt : m->ax[axis].size;
+  OPT_CHECK(m->ax[axis].size > 0 && amt > 1, "shift of %lld, 1 or symbolic amount is meaningless", (long long)amt);
+  OPT_CHECK(m->ax[axis].size % amt == 0, "no longer valid shift full_shape[%d]=%lld, amt=%lld", axis, (long long)m->ax[axis].size, (long long)amt);
   for (int t = 0; t < m->nst; t++)
-    OPT_CHECK(m->shape[t][axis] == 1 || (m->shape[t][axis] > 0 && m->shape[t][axis] % amt == 0), "no longer valid shift st.shape[%d]=%lld, amt=%lld",
-              axis, (long long)m->shape[t][axis], (long long)amt);
+    OPT_CHECK(m->st[t][axis].shape == 1 || (m->st[t][axis].shape > 0 && m->st[t][axis].shape % amt == 0), "no longer valid shift st.shape[%d]=%lld, amt=%lld",
+              axis, (long long)m->st[t][axis].shape, (long long)amt);
   if (o.op == KOPT_UNROLL) {
     OPT_CHECK(!is_type(m, axis, AX_UPCAST, AX_UNROLL), "can't upcasted already upcasted");
     OPT_CHECK(amt <= 32, "don't unroll more than 32");
     shift_to(m, axis, amt, AX_UNROLL, m->n);
   } else {
-    OPT_CHECK(m->type[axis] == AX_LOOP && m->size[axis] > 1, "axis %d is not upcastable", axis);
+    OPT_CHECK(m->ax[axis].type == AX_LOOP && m->ax[axis].size > 1, "axis %d is not upcastable", axis);
     OPT_CHECK(amt <= 16, "don't upcast more than 16");
     int at = 0;
     for (int i = 0; i < m->n; i++) if (is_type(m, i, AX_LOOP, AX_UPCAST)) at = i + 1;
@@ -116,10 +104,8 @@ static bool model_apply(Model *m, KOpt o, char *why, size_t wn) {
   /* simplify_ones: axes of size 1 go */
   int w = 0;
   for (int i = 0; i < m->n; i++) {
-    if (m->size[i] == 1) continue;
-    m->size[w] = m->size[i]; m->type[w] = m->type[i]; m->origin[w] = m->origin[i];
-    for (int t = 0; t < m->nst; t++) { m->stride[t][w] = m->stride[t][i]; m->rstride[t][w] = m->rstride[t][i]; m->shape[t][w] = m->shape[t][i]; m->real[t][w] = m->real[t][i]; m->masked[t][w] = m->masked[t][i]; }
-    w++;
+    if (m->ax[i].size == 1) continue;
+    move_axis(m, w++, i);
   }
   m->n = w;
   return true;
@@ -127,7 +113,7 @@ static bool model_apply(Model *m, KOpt o, char *why, size_t wn) {
 
 static int64_t upcast_size(const Model *m) {
   int64_t p = 1;
-  for (int i = 0; i < m->n; i++) if (is_type(m, i, AX_UPCAST, AX_UNROLL)) p *= m->size[i];
+  for (int i = 0; i < m->n; i++) if (is_type(m, i, AX_UPCAST, AX_UNROLL)) p *= m->ax[i].size;
   return p;
 }
 static bool try_opt(Model *m, KOpt *out, int *n, KOpt o) {
@@ -144,7 +130,7 @@ static void debug_axes(const KAxes *k) {
   fprintf(stderr, "\n");
   for (int t = 0; t < k->nst; t++) {
     fprintf(stderr, "  st%d:", t);
-    for (int i = 0; i < k->n; i++) fprintf(stderr, " %lld%s%s", (long long)k->stride[t][i], k->real[t][i] ? "" : "?", k->masked[t][i] ? "m" : "");
+    for (int i = 0; i < k->n; i++) fprintf(stderr, " %lld%s%s", (long long)k->st[t][i].stride, k->st[t][i].real ? "" : "?", k->st[t][i].masked ? "m" : "");
     fprintf(stderr, "\n");
   }
 }
@@ -163,8 +149,8 @@ int kopt_heuristic(Arena *a, const KAxes *k, KOpt *out) {
   for (int i = 0; i < na; i++) {
     int axis = ax[i];
     bool masked = false;
-    for (int t = 0; t < m.nst; t++) masked |= m.masked[t][axis];
-    if (m.size[axis] <= 7 && masked && prod * m.size[axis] <= 49) { to_up[nt++] = axis; prod *= m.size[axis]; }
+    for (int t = 0; t < m.nst; t++) masked |= m.st[t][axis].masked;
+    if (m.ax[axis].size <= 7 && masked && prod * m.ax[axis].size <= 49) { to_up[nt++] = axis; prod *= m.ax[axis].size; }
   }
   for (int i = nt - 1; i >= 0; i--) try_opt(&m, out, &n, (KOpt){KOPT_UPCAST, to_up[i], 0});
 
@@ -173,25 +159,25 @@ int kopt_heuristic(Arena *a, const KAxes *k, KOpt *out) {
   for (;;) {
     na = upcastable(&m, ax);
     int64_t p = 1;
-    for (int i = 0; i < na; i++) p *= m.size[ax[i]];
+    for (int i = 0; i < na; i++) p *= m.ax[ax[i]].size;
     if (p < 1024) break;
     int64_t best[4] = {0};
     bool have = false;
     for (int i = 0; i < na; i++) {
       int axis = ax[i];
       for (int amt = 3; amt <= 4; amt++) {
-        if (upcasted_axis[axis] || m.size[axis] % amt) continue;
+        if (upcasted_axis[axis] || m.ax[axis].size % amt) continue;
         bool any = false;
         for (int t = 0; t < m.nst && !any; t++) {
-          if (m.stride[t][axis] != 0) continue;
+          if (m.st[t][axis].stride != 0) continue;
           bool all = true;
           for (int j = 0; j < m.n && all; j++)
-            if (is_type(&m, j, AX_UPCAST, AX_UNROLL) && m.real[t][j] && m.rstride[t][j] == 0) all = false;
+            if (is_type(&m, j, AX_UPCAST, AX_UNROLL) && m.st[t][j].real && m.st[t][j].rstride == 0) all = false;
           any = all;
         }
         if (!any) continue;
         int64_t key[4] = {0, 0, axis, amt};
-        for (int t = 0; t < m.nst; t++) { key[0] += m.stride[t][axis] > 0; if (m.stride[t][axis] > 0) key[1] += m.stride[t][axis]; }
+        for (int t = 0; t < m.nst; t++) { key[0] += m.st[t][axis].stride > 0; if (m.st[t][axis].stride > 0) key[1] += m.st[t][axis].stride; }
         bool less = !have;
         for (int q = 0; q < 4 && !less; q++) { if (key[q] != best[q]) { less = key[q] < best[q]; break; } }
         if (less) { memcpy(best, key, sizeof best); have = true; }
@@ -204,14 +190,14 @@ int kopt_heuristic(Arena *a, const KAxes *k, KOpt *out) {
   /* if the last reduce axis is small(ish), unroll it */
   int64_t us = upcast_size(&m);
   bool has_unroll = false;
-  for (int i = 0; i < m.n; i++) has_unroll |= m.type[i] == AX_UNROLL;
+  for (int i = 0; i < m.n; i++) has_unroll |= m.ax[i].type == AX_UNROLL;
   na = unrollable(&m, ax);
   if (na && (us <= 4 || !has_unroll) && us < 64) {
-    int64_t s = m.size[ax[na - 1]];
+    int64_t s = m.ax[ax[na - 1]].size;
     if (s <= 32) {
       if (try_opt(&m, out, &n, (KOpt){KOPT_UNROLL, na - 1, 0})) {
         na = unrollable(&m, ax);
-        if (na && s <= 3 && m.size[ax[na - 1]] <= 3) try_opt(&m, out, &n, (KOpt){KOPT_UNROLL, na - 1, 0});
+        if (na && s <= 3 && m.ax[ax[na - 1]].size <= 3) try_opt(&m, out, &n, (KOpt){KOPT_UNROLL, na - 1, 0});
       }
     } else if (s % 4 == 0) try_opt(&m, out, &n, (KOpt){KOPT_UNROLL, na - 1, 4});
   }
@@ -220,7 +206,7 @@ int kopt_heuristic(Arena *a, const KAxes *k, KOpt *out) {
   bool upcasted = false;
   for (int i = 0; i < m.n; i++) upcasted |= is_type(&m, i, AX_UPCAST, AX_UNROLL);
   na = upcastable(&m, ax);
-  if (!upcasted && na && m.size[ax[na - 1]] % 4 == 0) try_opt(&m, out, &n, (KOpt){KOPT_UPCAST, ax[na - 1], 4});
+  if (!upcasted && na && m.ax[ax[na - 1]].size % 4 == 0) try_opt(&m, out, &n, (KOpt){KOPT_UPCAST, ax[na - 1], 4});
   return n;
 }
 
