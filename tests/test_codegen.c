@@ -31,18 +31,29 @@ static int lower_file(const char *path, const Program **ps, int cap) {
   return n;
 }
 
+/* lower_file, 0 (logged) when it fails */
+static int try_lower_file(const char *path, const Program **ps, int cap) {
+  volatile int n = 0;
+  TgTry t;
+  if (TG_TRY(t)) { n = lower_file(path, ps, cap); tg_try_end(&t); }
+  else cr_log_error("%s: %s", path, tg_last_error.msg);
+  return n;
+}
+/* lower_file for a test that needs it: the test stops with tgc's message when it fails */
+static int lower_ok(const char *path, const Program **ps, int cap) {
+  int n = try_lower_file(path, ps, cap);
+  cr_assert(n > 0, "%s: %s", path, tg_last_error.msg);
+  return n;
+}
+
 static void check_names(const char *file, int n, const char *const *want) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", oracle(), file);
   UCtx *c = uop_ctx_new();
-  TgTry t;
-  if (TG_TRY(t)) {
-    const Program *ps[64];
-    int got = lower_file(path, ps, 64);
-    cr_expect_eq(got, n, "%s: %d kernels, want %d", file, got, n);
-    for (int i = 0; i < n && i < got; i++) cr_expect_str_eq(ps[i]->name, want[i], "%s kernel %d", file, i);
-    tg_try_end(&t);
-  } else cr_assert_fail("%s: %s", file, tg_last_error.msg);
+  const Program *ps[64];
+  int got = lower_ok(path, ps, 64);
+  cr_expect_eq(got, n, "%s: %d kernels, want %d", file, got, n);
+  for (int i = 0; i < n && i < got; i++) cr_expect_str_eq(ps[i]->name, want[i], "%s kernel %d", file, i);
   uop_ctx_free(c);
 }
 
@@ -66,15 +77,11 @@ Test(codegen, names_softmax_swizzle) {
   char path[1024];
   snprintf(path, sizeof path, "%s/numeric/numeric.softmax.8bdd2a.expect.json", oracle());
   UCtx *c = uop_ctx_new();
-  TgTry t;
-  if (TG_TRY(t)) {
-    const Program *ps[64];
-    int n = lower_file(path, ps, 64);
-    bool found = false;
-    for (int i = 0; i < n; i++) found |= strcmp(ps[i]->name, "r_100_16n1") == 0;
-    cr_expect(found, "no kernel named r_100_16n1");
-    tg_try_end(&t);
-  } else cr_assert_fail("%s", tg_last_error.msg);
+  const Program *ps[64];
+  int n = lower_ok(path, ps, 64);
+  bool found = false;
+  for (int i = 0; i < n; i++) found |= strcmp(ps[i]->name, "r_100_16n1") == 0;
+  cr_expect(found, "no kernel named r_100_16n1");
   uop_ctx_free(c);
 }
 
@@ -93,29 +100,25 @@ Test(codegen, matmul_structure) {
   char path[1024];
   snprintf(path, sizeof path, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());
   UCtx *c = uop_ctx_new();
-  TgTry t;
   lower_opt_config(&noopt);
-  if (TG_TRY(t)) {
-    const Program *ps[4];
-    cr_assert_eq(lower_file(path, ps, 4), 1);
-    cr_expect_eq(ps[0]->nopts, 0);
-    int loops = 0, accs = 0, stores = 0, maxd = 0;
-    for (int i = 0; i < ps[0]->ninst; i++) {
-      const LInst *in = &ps[0]->inst[i];
-      loops += in->kind == LK_LOOP; accs += in->kind == LK_ACC; stores += in->kind == LK_STORE;
-      if (in->depth > maxd) maxd = in->depth;
-    }
-    cr_expect_eq(loops, 3);
-    cr_expect_eq(accs, 1);
-    cr_expect_eq(stores, 1);
-    cr_expect_eq(maxd, 3);
-    cr_expect_eq(ps[0]->nglobals, 3);
-    cr_expect(ps[0]->globals[0].written && !ps[0]->globals[1].written);
-    char *src = render_kernel(ga(), ps[0], &render_c);
-    cr_expect(strstr(src, "float* restrict data0") != NULL, "%s", src);
-    cr_expect(strstr(src, "const float* restrict data1") != NULL, "%s", src);
-    tg_try_end(&t);
-  } else cr_assert_fail("%s", tg_last_error.msg);
+  const Program *ps[4];
+  cr_assert_eq(lower_ok(path, ps, 4), 1);
+  cr_expect_eq(ps[0]->nopts, 0);
+  int loops = 0, accs = 0, stores = 0, maxd = 0;
+  for (int i = 0; i < ps[0]->ninst; i++) {
+    const LInst *in = &ps[0]->inst[i];
+    loops += in->kind == LK_LOOP; accs += in->kind == LK_ACC; stores += in->kind == LK_STORE;
+    if (in->depth > maxd) maxd = in->depth;
+  }
+  cr_expect_eq(loops, 3);
+  cr_expect_eq(accs, 1);
+  cr_expect_eq(stores, 1);
+  cr_expect_eq(maxd, 3);
+  cr_expect_eq(ps[0]->nglobals, 3);
+  cr_expect(ps[0]->globals[0].written && !ps[0]->globals[1].written);
+  char *src = render_kernel(ga(), ps[0], &render_c);
+  cr_expect(strstr(src, "float* restrict data0") != NULL, "%s", src);
+  cr_expect(strstr(src, "const float* restrict data1") != NULL, "%s", src);
   lower_opt_config(&heuristic);
   uop_ctx_free(c);
 }
@@ -128,31 +131,27 @@ Test(codegen, matmul_upcast_unroll) {
   char path[1024];
   snprintf(path, sizeof path, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());
   UCtx *c = uop_ctx_new();
-  TgTry t;
-  if (TG_TRY(t)) {
-    const Program *ps[4];
-    cr_assert_eq(lower_file(path, ps, 4), 1);
-    cr_expect_str_eq(kopt_format(ga(), ps[0]->nopts, ps[0]->opts), "UPCAST:1:3,UPCAST:0:4,UNROLL:0:4");
-    cr_expect_str_eq(ps[0]->name, "r_64_48_96");
-    int loops = 0, accs = 0, accums = 0, stores = 0;
-    int64_t ends[8] = {0};
-    for (int i = 0; i < ps[0]->ninst; i++) {
-      const LInst *in = &ps[0]->inst[i];
-      if (in->kind == LK_LOOP && loops < 8) ends[loops] = in->u->src[0]->arg->i;
-      loops += in->kind == LK_LOOP; accs += in->kind == LK_ACC; accums += in->kind == LK_ACCUM; stores += in->kind == LK_STORE;
-    }
-    cr_expect_eq(loops, 3);
-    cr_expect(ends[0] == 16 && ends[1] == 16 && ends[2] == 24, "loops %lld %lld %lld", (long long)ends[0], (long long)ends[1], (long long)ends[2]);
-    cr_expect_eq(accs, 12);
-    cr_expect_eq(accums, 48);
-    cr_expect_eq(stores, 12);
-    /* the four unrolled loads of a row of data1 are one vector load in C (not in OpenCL) */
-    char *src = render_kernel(ga(), ps[0], &render_c);
-    cr_expect(strstr(src, "tg_f4 vec0 = (*(const tg_f4*)(data1+") && strstr(src, "= vec0[3];") && strstr(src, "typedef float tg_f4"), "%s", src);
-    cr_expect(strstr(src, "acc0 = ((((acc0+(val") != NULL, "%s", src);
-    cr_expect(!strstr(render_kernel(ga(), ps[0], &render_opencl), "tg_f4"));
-    tg_try_end(&t);
-  } else cr_assert_fail("%s", tg_last_error.msg);
+  const Program *ps[4];
+  cr_assert_eq(lower_ok(path, ps, 4), 1);
+  cr_expect_str_eq(kopt_format(ga(), ps[0]->nopts, ps[0]->opts), "UPCAST:1:3,UPCAST:0:4,UNROLL:0:4");
+  cr_expect_str_eq(ps[0]->name, "r_64_48_96");
+  int loops = 0, accs = 0, accums = 0, stores = 0;
+  int64_t ends[8] = {0};
+  for (int i = 0; i < ps[0]->ninst; i++) {
+    const LInst *in = &ps[0]->inst[i];
+    if (in->kind == LK_LOOP && loops < 8) ends[loops] = in->u->src[0]->arg->i;
+    loops += in->kind == LK_LOOP; accs += in->kind == LK_ACC; accums += in->kind == LK_ACCUM; stores += in->kind == LK_STORE;
+  }
+  cr_expect_eq(loops, 3);
+  cr_expect(ends[0] == 16 && ends[1] == 16 && ends[2] == 24, "loops %lld %lld %lld", (long long)ends[0], (long long)ends[1], (long long)ends[2]);
+  cr_expect_eq(accs, 12);
+  cr_expect_eq(accums, 48);
+  cr_expect_eq(stores, 12);
+  /* the four unrolled loads of a row of data1 are one vector load in C (not in OpenCL) */
+  char *src = render_kernel(ga(), ps[0], &render_c);
+  cr_expect(strstr(src, "tg_f4 vec0 = (*(const tg_f4*)(data1+") && strstr(src, "= vec0[3];") && strstr(src, "typedef float tg_f4"), "%s", src);
+  cr_expect(strstr(src, "acc0 = ((((acc0+(val") != NULL, "%s", src);
+  cr_expect(!strstr(render_kernel(ga(), ps[0], &render_opencl), "tg_f4"));
   uop_ctx_free(c);
 }
 
@@ -182,33 +181,21 @@ Test(codegen, opts_by_hand) {
   cr_assert(kopt_parse("UPCAST:0:2,UNROLL:0:32", &cfg, why, sizeof why));
   lower_opt_config(&cfg);
   UCtx *c = uop_ctx_new();
-  TgTry t;
-  if (TG_TRY(t)) {
-    const Program *ps[4];
-    lower_file(path, ps, 4);
-    int accs = 0, loops = 0;
-    int64_t last = 0;
-    for (int i = 0; i < ps[0]->ninst; i++) {
-      accs += ps[0]->inst[i].kind == LK_ACC;
-      if (ps[0]->inst[i].kind == LK_LOOP) { loops++; last = ps[0]->inst[i].u->src[0]->arg->i; }
-    }
-    cr_expect_eq(accs, 2);
-    cr_expect_eq(loops, 3);
-    cr_expect_eq(last, 3, "the reduce loop runs 96/32 times");
-    tg_try_end(&t);
-  } else cr_expect_fail("%s", tg_last_error.msg);
+  const Program *ps[4];
+  lower_ok(path, ps, 4);
+  int accs = 0, loops = 0;
+  int64_t last = 0;
+  for (int i = 0; i < ps[0]->ninst; i++) {
+    accs += ps[0]->inst[i].kind == LK_ACC;
+    if (ps[0]->inst[i].kind == LK_LOOP) { loops++; last = ps[0]->inst[i].u->src[0]->arg->i; }
+  }
+  cr_expect_eq(accs, 2);
+  cr_expect_eq(loops, 3);
+  cr_expect_eq(last, 3, "the reduce loop runs 96/32 times");
   lower_opt_config(&heuristic);
   uop_ctx_free(c);
 }
 
-/* lower_file, 0 (logged) when it fails */
-static int try_lower_file(const char *path, const Program **ps, int cap) {
-  volatile int n = 0;
-  TgTry t;
-  if (TG_TRY(t)) { n = lower_file(path, ps, cap); tg_try_end(&t); }
-  else cr_log_error("%s: %s", path, tg_last_error.msg);
-  return n;
-}
 
 /* tinygrad's hand_coded_optimizations on its CPU renderer for every kernel of the corpus graphs
  * listed in testdata/opts/hand_coded.tsv (tools/opts_oracle.py): the same opts, in order */
