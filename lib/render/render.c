@@ -588,48 +588,62 @@ static void split_const(UOp *idx, UOp **base, int64_t *c) {
   if (idx->op == OP_ADD && idx->src[1]->op == OP_CONST && idx->src[1]->arg->kind == V_INT) { *base = idx->src[0]; *c = idx->src[1]->arg->i; return; }
   *base = idx; *c = 0;
 }
-static UOp *vkey(UOp *buf, UOp *base, UOp *valid, int block, int depth, int64_t c) {
-  UOp *s[6] = {buf, base ? base : uop_const_int(dt_int, -1), valid ? valid : uop_const_int(dt_int, -2),
-               uop_const_int(dt_int, block), uop_const_int(dt_int, depth), uop_const_int(dt_int, c)};
-  return uop_new(OP_NOOP, dt_void, 6, s, v_str("tgc.vec"), NULL);
+/* the float loads of a program by (buffer, base, mask, block, depth, offset) -> instruction, in a
+ * small open-addressing table of the render's arena */
+typedef struct VKey { UOp *buf, *base, *valid; int block, depth; int64_t c; } VKey;
+typedef struct VTab { VKey *k; int *v; size_t mask; } VTab;  /* v: instruction + 1, 0 empty */
+static uint64_t vkey_hash(const VKey *k) {
+  uint64_t h = hash_mix(hash_mix((uintptr_t)k->buf, (uintptr_t)k->base), (uintptr_t)k->valid);
+  return hash_mix(hash_mix(h, ((uint64_t)(uint32_t)k->block << 32) | (uint32_t)k->depth), (uint64_t)k->c);
+}
+static bool vkey_eq(const VKey *a, const VKey *b) {
+  return a->buf == b->buf && a->base == b->base && a->valid == b->valid && a->block == b->block && a->depth == b->depth && a->c == b->c;
+}
+/* the slot of k: its entry, or the empty slot it would take */
+static size_t vtab_slot(const VTab *t, const VKey *k) {
+  size_t i = (size_t)vkey_hash(k) & t->mask;
+  while (t->v[i] && !vkey_eq(&t->k[i], k)) i = (i + 1) & t->mask;
+  return i;
+}
+static int vtab_get(const VTab *t, VKey k) { return t->v[vtab_slot(t, &k)] - 1; }  /* -1: none */
+static bool float_load(const LInst *in) {
+  UOp *u = in->u;
+  return in->kind == LK_VALUE && u->op == OP_LOAD && u->dtype == dt_float && u->src[0]->op == OP_INDEX && dt_base(u->src[0]->src[0]->dtype) == dt_float;
 }
 /* group float32 loads into 4-wide vector loads (RenderBackend.vec4): runs of consecutive offsets
  * from one base, same buffer, same mask, same loop body, cut into fours from the run's start */
 static void find_vec_loads(R *r) {
   const Program *p = r->p;
-  Map at;
-  map_init(&at, r->a);
-  int *blk = arena_alloc(r->a, sizeof(int) * (size_t)(p->ninst + 1)), block = 0;
-  for (int i = 0; i < p->ninst; i++) {
+  int nl = 0;
+  for (int i = 0; i < p->ninst; i++) nl += float_load(&p->inst[i]);
+  if (!nl) return;
+  VTab at = {.mask = 15};
+  while (at.mask + 1 < (size_t)nl * 2) at.mask = at.mask * 2 + 1;
+  at.k = arena_alloc(r->a, sizeof(VKey) * (at.mask + 1));
+  at.v = arena_alloc(r->a, sizeof(int) * (at.mask + 1));
+  VKey *key = arena_alloc(r->a, sizeof(VKey) * (size_t)(p->ninst + 1));
+  for (int i = 0, block = 0; i < p->ninst; i++) {
     const LInst *in = &p->inst[i];
     if (in->kind == LK_LOOP || in->kind == LK_ENDLOOP) block++;
-    blk[i] = block;
-    UOp *u = in->u;
-    if (in->kind != LK_VALUE || u->op != OP_LOAD || u->dtype != dt_float || u->src[0]->op != OP_INDEX) continue;
-    UOp *ix = u->src[0], *buf = ix->src[0], *base;
-    if (dt_base(buf->dtype) != dt_float) continue;
-    int64_t c;
-    split_const(ix->src[1], &base, &c);
-    UOp *k = vkey(buf, base, ix->nsrc > 2 ? ix->src[2] : NULL, block, in->depth, c);
-    map_put(&at, k, uop_h(k), (void *)(intptr_t)(i + 1));
+    if (!float_load(in)) continue;
+    UOp *ix = in->u->src[0];
+    key[i] = (VKey){.buf = ix->src[0], .valid = ix->nsrc > 2 ? ix->src[2] : NULL, .block = block, .depth = in->depth};
+    split_const(ix->src[1], &key[i].base, &key[i].c);
+    size_t sl = vtab_slot(&at, &key[i]);
+    at.k[sl] = key[i]; at.v[sl] = i + 1;
   }
   int ng = 0;
   for (int i = 0; i < p->ninst; i++) {
-    const LInst *in = &p->inst[i];
-    UOp *u = in->u;
-    if (in->kind != LK_VALUE || u->op != OP_LOAD || u->dtype != dt_float || u->src[0]->op != OP_INDEX) continue;
-    UOp *ix = u->src[0], *buf = ix->src[0], *base, *valid = ix->nsrc > 2 ? ix->src[2] : NULL;
-    if (dt_base(buf->dtype) != dt_float) continue;
-    int64_t c;
-    split_const(ix->src[1], &base, &c);
-    UOp *pk = vkey(buf, base, valid, blk[i], in->depth, c - 1);
-    if (map_get(&at, pk, uop_h(pk), NULL)) continue;   /* not the start of a run */
-    for (int64_t c0 = c;; c0 += 4) {
+    if (!float_load(&p->inst[i])) continue;
+    VKey k = key[i];
+    k.c--;
+    if (vtab_get(&at, k) >= 0) continue;   /* not the start of a run */
+    for (int64_t c0 = key[i].c;; c0 += 4) {
       int idx[4];
       bool full = true;
       for (int l = 0; l < 4 && full; l++) {
-        UOp *k = vkey(buf, base, valid, blk[i], in->depth, c0 + l);
-        idx[l] = (int)(intptr_t)map_get(&at, k, uop_h(k), NULL) - 1;
+        k.c = c0 + l;
+        idx[l] = vtab_get(&at, k);
         full = idx[l] >= 0;
       }
       if (!full) break;
@@ -638,7 +652,7 @@ static void find_vec_loads(R *r) {
       VLoad *h = NULL;
       for (int l = 0; l < 4; l++) {
         VLoad *v = arena_alloc(r->a, sizeof *v);
-        *v = (VLoad){.lane = l, .first = first, .buf = buf, .base = base, .valid = valid, .c = c0};
+        *v = (VLoad){.lane = l, .first = first, .buf = k.buf, .base = k.base, .valid = k.valid, .c = c0};
         if (!h) h = v;
         v->head = h;
         UOp *m = p->inst[idx[l]].u;
