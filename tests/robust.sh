@@ -62,6 +62,14 @@ runfault() { # DESC WANT-IN-MESSAGE ENV... -- ARGS...
 }
 runfault "compiler fails" "false failed with exit status 1" TGC_CC=false "$TGC" run "$M" -d cpu -o "$tmp/run"
 runfault "compiler missing" "can't run /nonexistent/cc" TGC_CC=/nonexistent/cc "$TGC" run "$M" -d cpu -o "$tmp/run"
+# without TGC_CC a clang on PATH is the compiler; one that fails hands over to cc, and the run works
+mkdir -p "$tmp/fakebin"
+printf '#!/bin/sh\necho "fake clang: no" >&2\nexit 1\n' >"$tmp/fakebin/clang"
+chmod +x "$tmp/fakebin/clang"
+rm -rf "$tmp/run" "$tmp/xdg"
+if env -u TGC_CC XDG_CACHE_HOME="$tmp/xdg" PATH="$tmp/fakebin:$PATH" "$TGC" run "$M" -d cpu -o "$tmp/run" >/dev/null 2>"$tmp/err" && [ -d "$tmp/run" ]; then ok
+else bad "a failing clang did not hand over to cc: $(cat "$tmp/err")"; fi
+rm -rf "$tmp/run" "$tmp/xdg" "$tmp/fakebin"
 if ! "$TGC" run "$M" -d cuda -o "$tmp/probe" >/dev/null 2>&1; then
   runfault "no CUDA device" "no CUDA device" "$TGC" run "$M" -d cuda -o "$tmp/run"
 fi
