@@ -25,6 +25,7 @@ typedef struct RCtx {
   struct PComp { const char *fmt, *s; int i; } pc[512]; size_t plen; /* plen: components in use */
   Graph *g;
   const char *text; size_t tlen;  /* for JSON positions */
+  Map sints;                      /* symbolic sizes already checked (check_sint) */
 } RCtx;
 
 static _Noreturn void rfail(RCtx *R, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -168,12 +169,33 @@ static UOp *jref(RCtx *R, const cJSON *j) {
 /* ---- values ---- */
 static const Value *jvalue(RCtx *R, const cJSON *j);
 
+/* a {"uop": id} in an arg is a symbolic size (tinygrad's sint): an int expression of CONSTs,
+ * DEFINE_VARs and BINDs through ALU ops (bools inside, for comparisons and WHERE). Anything else
+ * (a BUFFER, a float) would reach the shape code, which needs an integer (tinygrad asserts there) */
+static void check_sint(RCtx *R, UOp *x) {
+  if (!R->sints.a) map_init(&R->sints, ga());
+  if (map_has(&R->sints, x, uop_h(x))) return;
+  if (!dt_is_int(x->dtype) || x->dtype->count != 1)
+    rfail(R, "a symbolic size must be an int expression, not a %s of dtype %s", op_names[x->op], dt_short_name((Scalar)dt_scalar_of(x->dtype)->scalar));
+  UList t = uop_toposort(x, NULL, NULL);
+  for (int i = 0; i < t.n; i++) {
+    UOp *n = t.v[i];
+    bool op_ok = n->op == OP_CONST || n->op == OP_DEFINE_VAR || n->op == OP_BIND || op_in((Op)n->op, G_ALU);
+    bool dt_ok = n->dtype->count == 1 && (dt_is_int(n->dtype) || n->dtype == dt_bool);
+    if (!op_ok || !dt_ok || (n->op == OP_CONST && n->nsrc))
+      rfail(R, "a symbolic size uses a %s of dtype %s: only int CONSTs, DEFINE_VARs, BINDs and ALU ops make one", op_names[n->op],
+            n->dtype->kind == DTK_SCALAR ? dt_short_name((Scalar)n->dtype->scalar) : "(not a scalar)");
+  }
+  map_put(&R->sints, x, uop_h(x), x);
+}
+
 static Sint jsint(RCtx *R, const cJSON *j) {
   if (cJSON_IsObject(j)) {
     const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "uop");
     if (!u || cJSON_GetArraySize(j) != 1) rfail(R, "expected an integer or {\"uop\": id}");
     size_t o = ppush(R, ".uop");
     UOp *x = jref(R, u);
+    check_sint(R, x);
     ppop(R, o);
     return (Sint){0, x};
   }
@@ -286,7 +308,9 @@ static const Value *jspecial(RCtx *R, const cJSON *j) {
     if (op == OP_INVALID) rfail(R, "unknown op \"%s\"", s);
     r = v_ops(op);
   } else if (strcmp(k, "uop") == 0) {
-    r = v_uop(jref(R, e));
+    UOp *x = jref(R, e);
+    check_sint(R, x);
+    r = v_uop(x);
   } else if (strcmp(k, "st") == 0) {
     if (!cJSON_IsArray(e)) rfail(R, "expected an array of views, got %s", jkind(e));
     int n = cJSON_GetArraySize(e), i = 0;
