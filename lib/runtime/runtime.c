@@ -7,8 +7,8 @@
  * as in tinygrad's CPU backend (with its default contraction of a*b+c into FMAs within an
  * expression; gcc, which has no such mode, gets -ffp-contract=fast), else cc; an automatically
  * chosen clang that fails (no libomp for an OpenMP kernel) hands over to cc for the rest of the
- * run. Signed arithmetic that may overflow is rendered to wrap (render.c), so no -fwrapv is
- * needed. Host memory is malloc'd and freed by rt_free. */
+ * run. Signed arithmetic that may overflow is rendered to wrap (render.c), so clang needs no
+ * -fwrapv (gcc gets it against a vectorizer bug). Host memory is malloc'd and freed by rt_free. */
 #include "runtime.h"
 #include "../render/render.h"
 #include <dlfcn.h>
@@ -132,9 +132,12 @@ RtKernel *rt_compile(Runtime *rt, const Program *p) {
      * backend; no unrolling of the compiler's own (the opts unrolled already: clang's unroll of a
      * matmul's register tile spills, 1.3x slower); the compiler and its flags are part of the
      * cache key */
-    const char *flags[] = {"-O3", "-march=native", is_clang(rt->cc) ? "-ffp-contract=on" : "-ffp-contract=fast", "-fno-unroll-loops",
-                           "-shared", "-fPIC", "-w", omp ? "-fopenmp" : simd ? "-fopenmp-simd" : NULL};
-    int nflags = omp || simd ? 8 : 7;
+    /* gcc also gets -fwrapv: gcc 12's -O3 loop vectorizer miscompiles masked loads at signed
+     * indices without it (test_multitensor reshape_on_axis: E_26_15_7 read the wrong elements) */
+    bool clang = is_clang(rt->cc);
+    const char *flags[] = {"-O3", "-march=native", clang ? "-ffp-contract=on" : "-ffp-contract=fast", "-fno-unroll-loops",
+                           "-shared", "-fPIC", clang ? "-w" : "-fwrapv", "-w", omp ? "-fopenmp" : simd ? "-fopenmp-simd" : NULL};
+    int nflags = omp || simd ? 9 : 8;
     uint64_t h = hash_bytes(src, strlen(src), 0x7467630a);
     h = hash_bytes(rt->cc, strlen(rt->cc), h);
     for (int i = 0; i < nflags; i++) h = hash_bytes(flags[i], strlen(flags[i]), h);
