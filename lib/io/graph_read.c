@@ -525,6 +525,9 @@ static void read_row(RCtx *R, const cJSON *r, int i, bool allow_data, RowMemo *m
   if (f[RF_ARG]) {
     pset(R, "arg");
     arg = op == OP_CONST ? jconst(R, f[RF_ARG], dt) : jvalue(R, f[RF_ARG]);
+  } else if (op == OP_CONST && dt->kind == DTK_SCALAR && dt_scalar_of(dt) != dt_void) {
+    pset(R, "arg");
+    rfail(R, "a %s CONST needs its number (no arg)", dt_repr(&uctx->scratch, dt));
   }
   if (f[RF_TAG]) { pset(R, "tag"); tag = jvalue(R, f[RF_TAG]); }
   MetaList ml = {0, NULL};
