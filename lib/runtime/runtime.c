@@ -130,14 +130,22 @@ RtKernel *rt_compile(Runtime *rt, const Program *p) {
   for (;;) {
     /* the machine's own instructions (-march=native) and FMA contraction, as tinygrad's CPU
      * backend; no unrolling of the compiler's own (the opts unrolled already: clang's unroll of a
-     * matmul's register tile spills, 1.3x slower); the compiler and its flags are part of the
-     * cache key */
-    /* gcc also gets -fwrapv: gcc 12's -O3 loop vectorizer miscompiles masked loads at signed
-     * indices without it (test_multitensor reshape_on_axis: E_26_15_7 read the wrong elements) */
+     * matmul's register tile spills, 1.3x slower); gcc also gets -fwrapv (its 12's -O3 loop
+     * vectorizer miscompiles masked loads at signed indices without it: test_multitensor
+     * reshape_on_axis' E_26_15_7 read the wrong elements). The compiler and its flags are part
+     * of the cache key. */
     bool clang = is_clang(rt->cc);
-    const char *flags[] = {"-O3", "-march=native", clang ? "-ffp-contract=on" : "-ffp-contract=fast", "-fno-unroll-loops",
-                           "-shared", "-fPIC", clang ? "-w" : "-fwrapv", "-w", omp ? "-fopenmp" : simd ? "-fopenmp-simd" : NULL};
-    int nflags = omp || simd ? 9 : 8;
+    const char *flags[10];
+    int nflags = 0;
+    flags[nflags++] = "-O3";
+    flags[nflags++] = "-march=native";
+    flags[nflags++] = clang ? "-ffp-contract=on" : "-ffp-contract=fast";
+    flags[nflags++] = "-fno-unroll-loops";
+    if (!clang) flags[nflags++] = "-fwrapv";
+    flags[nflags++] = "-shared";
+    flags[nflags++] = "-fPIC";
+    flags[nflags++] = "-w";
+    if (omp || simd) flags[nflags++] = omp ? "-fopenmp" : "-fopenmp-simd";
     uint64_t h = hash_bytes(src, strlen(src), 0x7467630a);
     h = hash_bytes(rt->cc, strlen(rt->cc), h);
     for (int i = 0; i < nflags; i++) h = hash_bytes(flags[i], strlen(flags[i]), h);
