@@ -101,18 +101,20 @@ static const char prelude_br[] = "static inline float tg_br(float f) { return tg
 /* tinygrad's xpow (uop/decompositions.py) */
 /* 4 floats as one vector (GCC/Clang); aligned(4) and may_alias: a load from any float address */
 static const char prelude_f4[] = "typedef float tg_f4 __attribute__((vector_size(16), aligned(4), may_alias));\n";
-static const char prelude_powf[] =
-  "static inline float tg_powf(float b, float e) {\n"
-  "  float ret = exp2f(log2f(b < 0 ? -b : b) * e);\n"
-  "  float adj = e != (float)(int)e ? NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0f : 1.0f;\n"
-  "  return (b == 0 && e == 0) ? 1.0f : ret * (b < 0 ? adj : 1.0f);\n"
-  "}\n";
-static const char prelude_pow[] =
-  "static inline double tg_pow(double b, double e) {\n"
-  "  double ret = exp2(log2(b < 0 ? -b : b) * e);\n"
-  "  double adj = e != (double)(int)e ? (double)NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0 : 1.0;\n"
-  "  return (b == 0 && e == 0) ? 1.0 : ret * (b < 0 ? adj : 1.0);\n"
-  "}\n";
+/* tg_powf/tg_pow, and tg_spowf/tg_spow through the soft exp2/log2 below: one body for the four */
+static const char *prelude_pow(Arena *a, bool dbl, bool soft) {
+  const char *t = dbl ? "double" : "float", *one = dbl ? "1.0" : "1.0f", *nan = dbl ? "(double)NAN" : "NAN";
+  const char *name = arena_printf(a, "%s%s", soft ? "tg_s" : "tg_", dbl ? "pow" : "powf");
+  const char *ex = arena_printf(a, "%sexp2%s", soft ? "tg_" : "", dbl ? "" : "f");
+  const char *lg = arena_printf(a, "%slog2%s", soft ? "tg_" : "", dbl ? "" : "f");
+  return arena_printf(a,
+                      "static inline %s %s(%s b, %s e) {\n"
+                      "  %s ret = %s(%s(b < 0 ? -b : b) * e);\n"
+                      "  %s adj = e != (%s)(int)e ? %s : ((int)(e < 0 ? -e : e) %% 2) ? -%s : %s;\n"
+                      "  return (b == 0 && e == 0) ? %s : ret * (b < 0 ? adj : %s);\n"
+                      "}\n",
+                      t, name, t, t, t, ex, lg, t, t, nan, one, one, one, one);
+}
 /* tinygrad's xexp2 and xlog2 (uop/decompositions.py), which its CPU backend renders in place of
  * EXP2/LOG2 (ClangRenderer has no code for them): the same polynomials and masks, op for op, so
  * values match tinygrad's, and branch-free, so loops of them vectorize. Integer steps wrap in
@@ -188,19 +190,6 @@ static const char prelude_slog2[] =
   "  r = r != -1087.0 ? r : -INFINITY;\n"
   "  r = d != d ? (double)NAN : r;\n"
   "  return 1.0 / d != -INFINITY ? r : -INFINITY;\n"
-  "}\n";
-/* pow through them (tg_powf's body with the soft exp2/log2) */
-static const char prelude_spowf[] =
-  "static inline float tg_spowf(float b, float e) {\n"
-  "  float ret = tg_exp2f(tg_log2f(b < 0 ? -b : b) * e);\n"
-  "  float adj = e != (float)(int)e ? NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0f : 1.0f;\n"
-  "  return (b == 0 && e == 0) ? 1.0f : ret * (b < 0 ? adj : 1.0f);\n"
-  "}\n";
-static const char prelude_spow[] =
-  "static inline double tg_spow(double b, double e) {\n"
-  "  double ret = tg_exp2(tg_log2(b < 0 ? -b : b) * e);\n"
-  "  double adj = e != (double)(int)e ? (double)NAN : ((int)(e < 0 ? -e : e) % 2) ? -1.0 : 1.0;\n"
-  "  return (b == 0 && e == 0) ? 1.0 : ret * (b < 0 ? adj : 1.0);\n"
   "}\n";
 /* tinygrad's threefry2x32 (uop/decompositions.py) */
 static const char prelude_threefry[] =
@@ -386,20 +375,23 @@ static bool signed_int(const DType *d) {
 static bool may_overflow_op(Op op) {
   return op == OP_ADD || op == OP_SUB || op == OP_MUL || op == OP_NEG || op == OP_SHL || op == OP_MULACC;
 }
+/* (T)((U)x op (U)y): x op y wrapping in T's unsigned twin */
+static const char *wrap_bin(R *r, const DType *dt, const char *x, const char *op, const char *y) {
+  const char *un = r->be->type_name(dt->scalar == SC_LONG ? dt_ulong : dt_uint);
+  return arena_printf(r->a, "((%s)((%s)%s%s(%s)%s))", r->be->type_name(dt), un, x, op, un, y);
+}
 static const char *wrap_op(R *r, UOp *u, const char *const *s) {
   const DType *dt = u->dtype;
   const char *un = r->be->type_name(dt->scalar == SC_LONG ? dt_ulong : dt_uint), *tn = r->be->type_name(dt);
-  const char *e;
   switch (u->op) {
-  case OP_ADD: e = arena_printf(r->a, "(%s)%s+(%s)%s", un, s[0], un, s[1]); break;
-  case OP_SUB: e = arena_printf(r->a, "(%s)%s-(%s)%s", un, s[0], un, s[1]); break;
-  case OP_MUL: e = arena_printf(r->a, "(%s)%s*(%s)%s", un, s[0], un, s[1]); break;
-  case OP_NEG: e = arena_printf(r->a, "-(%s)%s", un, s[0]); break;
-  case OP_SHL: e = arena_printf(r->a, "(%s)%s<<%s", un, s[0], s[1]); break;
-  case OP_MULACC: e = arena_printf(r->a, "(%s)%s*(%s)%s+(%s)%s", un, s[0], un, s[1], un, s[2]); break;
+  case OP_ADD: return wrap_bin(r, dt, s[0], "+", s[1]);
+  case OP_SUB: return wrap_bin(r, dt, s[0], "-", s[1]);
+  case OP_MUL: return wrap_bin(r, dt, s[0], "*", s[1]);
+  case OP_NEG: return arena_printf(r->a, "((%s)(-(%s)%s))", tn, un, s[0]);
+  case OP_SHL: return arena_printf(r->a, "((%s)((%s)%s<<%s))", tn, un, s[0], s[1]);
+  case OP_MULACC: return arena_printf(r->a, "((%s)((%s)%s*(%s)%s+(%s)%s))", tn, un, s[0], un, s[1], un, s[2]);
   default: tg_fail(TG_EINTERNAL, "wrap_op: %s", op_names[u->op]);
   }
-  return arena_printf(r->a, "((%s)(%s))", tn, e);
 }
 
 static const char *render_alu(R *r, UOp *u) {
@@ -467,10 +459,8 @@ static const char *acc_update(R *r, UOp *red, const char *acc, const char *v) {
   Op op = red->arg->op;
   const DType *dt = red->dtype;
   const char *e;
-  if (signed_int(dt) && (op == OP_ADD || op == OP_MUL)) { /* an accumulator has no bounds: wrap as above */
-    const char *un = r->be->type_name(dt->scalar == SC_LONG ? dt_ulong : dt_uint);
-    return arena_printf(r->a, "((%s)((%s)%s%s(%s)%s))", r->be->type_name(dt), un, acc, op == OP_ADD ? "+" : "*", un, v);
-  }
+  if (signed_int(dt) && (op == OP_ADD || op == OP_MUL)) /* an accumulator has no bounds: wrap as above */
+    return wrap_bin(r, dt, acc, op == OP_ADD ? "+" : "*", v);
   if (op == OP_ADD) e = arena_printf(r->a, "(%s+%s)", acc, v);
   else if (op == OP_MUL) e = arena_printf(r->a, "(%s*%s)", acc, v);
   else if (op == OP_MAX) e = arena_printf(r->a, "((%s<%s)?%s:%s)", acc, v, v, acc);
@@ -868,15 +858,15 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
   if (f2bf) put_helper(&b, "TGC_F2BF", prelude_f2bf);
   if (br) put_helper(&b, "TGC_BR", prelude_br);
   if (strstr(t, "tg_f4 ")) put_helper(&b, "TGC_F4", prelude_f4);
-  if (calls(t, "tg_powf")) put_helper(&b, "TGC_POWF", prelude_powf);
-  if (calls(t, "tg_pow")) put_helper(&b, "TGC_POW", prelude_pow);
+  if (calls(t, "tg_powf")) put_helper(&b, "TGC_POWF", prelude_pow(a, false, false));
+  if (calls(t, "tg_pow")) put_helper(&b, "TGC_POW", prelude_pow(a, true, false));
   bool spowf = calls(t, "tg_spowf"), spow = calls(t, "tg_spow");
   if (spowf || calls(t, "tg_exp2f")) put_helper(&b, "TGC_SEXP2F", prelude_sexp2f);
   if (spowf || calls(t, "tg_log2f")) put_helper(&b, "TGC_SLOG2F", prelude_slog2f);
   if (spow || calls(t, "tg_exp2")) put_helper(&b, "TGC_SEXP2", prelude_sexp2);
   if (spow || calls(t, "tg_log2")) put_helper(&b, "TGC_SLOG2", prelude_slog2);
-  if (spowf) put_helper(&b, "TGC_SPOWF", prelude_spowf);
-  if (spow) put_helper(&b, "TGC_SPOW", prelude_spow);
+  if (spowf) put_helper(&b, "TGC_SPOWF", prelude_pow(a, false, true));
+  if (spow) put_helper(&b, "TGC_SPOW", prelude_pow(a, true, true));
   if (calls(t, "tg_threefry")) put_helper(&b, "TGC_THREEFRY", prelude_threefry);
   for (int i = 0; i < nd.nbc; i++) {
     const DType *f = dt_scalar(nd.bc[i][0]), *to = dt_scalar(nd.bc[i][1]);
