@@ -582,30 +582,31 @@ typedef struct Task { uint8_t kind; int lv; UOp *u; Scope **saved; int nsaved; U
 
 static bool inline_op(Op op) { return op == OP_CONST || op == OP_DEFINE_VAR || op == OP_RANGE || op == OP_DEFINE_GLOBAL; }
 
+/* the task stack, grown (in the arena) so that `more` pushes fit */
+typedef struct Tasks { Task *t; int n, cap; } Tasks;
+static void ts_reserve(Lin *l, Tasks *ts, int more) {
+  if (ts->n + more <= ts->cap) return;
+  int nc = (ts->cap + more) * 2;
+  Task *nt = arena_alloc(l->a, sizeof(Task) * (size_t)nc);
+  if (ts->n) memcpy(nt, ts->t, sizeof(Task) * (size_t)ts->n);
+  ts->t = nt; ts->cap = nc;
+}
+/* push EMITs of srcs[hi-1] .. srcs[lo], so they pop in order */
+static void ts_emit_srcs(Lin *l, Tasks *ts, UOp *const *srcs, int lo, int hi) {
+  ts_reserve(l, ts, hi - lo);
+  for (int k = hi - 1; k >= lo; k--) ts->t[ts->n++] = (Task){T_EMIT, 0, srcs[k], NULL, 0, NULL, 0};
+}
+
 static void emit(Lin *l, UOp *root) {
-  int cap = 64, n = 0;
-  Task *ts = arena_alloc(l->a, sizeof(Task) * (size_t)cap);
-  ts[n++] = (Task){T_EMIT, 0, root, NULL, 0, NULL, 0};
-  while (n) {
-    if (n + 8 >= cap) {
-      Task *nt = arena_alloc(l->a, sizeof(Task) * (size_t)cap * 2);
-      memcpy(nt, ts, sizeof(Task) * (size_t)n);
-      ts = nt; cap *= 2;
-    }
-    Task t = ts[--n];
+  Tasks ts = {NULL, 0, 0};
+  ts_emit_srcs(l, &ts, &root, 0, 1);
+  while (ts.n) {
+    Task t = ts.t[--ts.n];
     UOp *u = t.u;
     if (t.kind == T_EMIT) {
-      if (inline_op((Op)u->op)) { for (int k = u->nsrc - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0, NULL, 0}; continue; }
-      if (u->op == OP_INDEX) { for (int k = u->nsrc - 1; k >= 1; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0, NULL, 0}; continue; }
-      if (u->op == OP_VECTORIZE) {   /* a REDUCE's unrolled values: each one is an update */
-        if (n + u->nsrc + 8 >= cap) {
-          Task *nt = arena_alloc(l->a, sizeof(Task) * (size_t)(cap + u->nsrc) * 2);
-          memcpy(nt, ts, sizeof(Task) * (size_t)n);
-          ts = nt; cap = (cap + u->nsrc) * 2;
-        }
-        for (int k = u->nsrc - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0, NULL, 0};
-        continue;
-      }
+      if (inline_op((Op)u->op)) { ts_emit_srcs(l, &ts, u->src, 0, u->nsrc); continue; }
+      if (u->op == OP_INDEX) { ts_emit_srcs(l, &ts, u->src, 1, u->nsrc); continue; }
+      if (u->op == OP_VECTORIZE) { ts_emit_srcs(l, &ts, u->src, 0, u->nsrc); continue; } /* a REDUCE's unrolled values: each one is an update */
       int lv = level_of(l, u);
       Scope *s = l->ctx[lv];
       if (map_has(&s->memo, u, uop_h(u))) continue;
@@ -627,17 +628,14 @@ static void emit(Lin *l, UOp *root) {
         memcpy(saved, l->ctx + lv + 1, sizeof(Scope *) * (size_t)ns);
         l->d = lv;
         for (int k = 1; k < u->nsrc; k++) open_loop(l, u->src[k]);
-        if (n + ng + 8 >= cap) {
-          Task *nt = arena_alloc(l->a, sizeof(Task) * (size_t)(cap + ng) * 2);
-          memcpy(nt, ts, sizeof(Task) * (size_t)n);
-          ts = nt; cap = (cap + ng) * 2;
-        }
-        ts[n++] = (Task){T_RED_END, lv, u, saved, ns, grp, ng};
-        for (int k = ng - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, grp[k]->src[0], NULL, 0, NULL, 0};
+        ts_reserve(l, &ts, ng + 1);
+        ts.t[ts.n++] = (Task){T_RED_END, lv, u, saved, ns, grp, ng};
+        for (int k = ng - 1; k >= 0; k--) ts.t[ts.n++] = (Task){T_EMIT, 0, grp[k]->src[0], NULL, 0, NULL, 0};
         continue;
       }
-      ts[n++] = (Task){T_FINISH, 0, u, NULL, 0, NULL, 0};
-      for (int k = u->nsrc - 1; k >= 0; k--) ts[n++] = (Task){T_EMIT, 0, u->src[k], NULL, 0, NULL, 0};
+      ts_reserve(l, &ts, 1);
+      ts.t[ts.n++] = (Task){T_FINISH, 0, u, NULL, 0, NULL, 0};
+      ts_emit_srcs(l, &ts, u->src, 0, u->nsrc);
     } else if (t.kind == T_FINISH) {
       int lv = level_of(l, u);
       Scope *s = l->ctx[lv];
