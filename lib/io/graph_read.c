@@ -575,37 +575,43 @@ static bool json_unclosed(const char *t, size_t n, size_t *str_at) {
   if (!str) *str_at = n;
   return str || depth > 0;
 }
+/* the 1-based line and column of byte off */
+typedef struct LineCol { size_t line, col; } LineCol;
+static LineCol line_col(const char *text, size_t off) {
+  LineCol lc = {1, 1};
+  for (size_t i = 0; i < off; i++) { if (text[i] == '\n') lc.line++, lc.col = 1; else lc.col++; }
+  return lc;
+}
+static bool json_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 static cJSON *parse_doc(RCtx *R, const char *text, size_t n) {
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, false);
   if (!root) {
     size_t off = end && end >= text ? (size_t)(end - text) : 0;
     if (off > n) off = n;
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i < off; i++) { if (text[i] == '\n') line++, col = 1; else col++; }
     size_t k = off + 1;
-    while (k < n && (text[k] == ' ' || text[k] == '\n' || text[k] == '\r' || text[k] == '\t')) k++;
+    while (k < n && json_ws(text[k])) k++;
     bool blank = true;
-    for (size_t i = 0; i < n && blank; i++) blank = text[i] == ' ' || text[i] == '\n' || text[i] == '\r' || text[i] == '\t';
+    for (size_t i = 0; i < n && blank; i++) blank = json_ws(text[i]);
     if (blank) tg_fail(TG_EINPUT, "%s: JSON: empty input", R->file);
     /* cJSON reports an early end at the last character (or at the start of an unterminated
      * string): it is truncation when the text leaves a string or a bracket open there */
     size_t str_at;
     bool open = json_unclosed(text, n, &str_at);
     if (open && (k >= n || str_at == off || str_at + 1 == off)) {
-      line = 1, col = 1;
-      for (size_t i = 0; i < n; i++) { if (text[i] == '\n') line++, col = 1; else col++; }
-      tg_fail(TG_EINPUT, "%s: JSON: truncated (unexpected end of input at line %zu, column %zu, offset %zu)", R->file, line, col, n);
+      LineCol e = line_col(text, n);
+      tg_fail(TG_EINPUT, "%s: JSON: truncated (unexpected end of input at line %zu, column %zu, offset %zu)", R->file, e.line, e.col, n);
     }
-    tg_fail(TG_EINPUT, "%s: JSON: syntax error at line %zu, column %zu (offset %zu)", R->file, line, col, off);
+    LineCol lc = line_col(text, off);
+    tg_fail(TG_EINPUT, "%s: JSON: syntax error at line %zu, column %zu (offset %zu)", R->file, lc.line, lc.col, off);
   }
   const char *p = end;
-  while (p < text + n && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  while (p < text + n && json_ws(*p)) p++;
   if (p < text + n) {
-    size_t off = (size_t)(p - text), line = 1, col = 1;
-    for (size_t i = 0; i < off; i++) { if (text[i] == '\n') line++, col = 1; else col++; }
+    size_t off = (size_t)(p - text);
+    LineCol lc = line_col(text, off);
     cJSON_Delete(root);
-    tg_fail(TG_EINPUT, "%s: JSON: unexpected text after the document at line %zu, column %zu (offset %zu)", R->file, line, col, off);
+    tg_fail(TG_EINPUT, "%s: JSON: unexpected text after the document at line %zu, column %zu (offset %zu)", R->file, lc.line, lc.col, off);
   }
   Tok t = {text, text + n, 0};
   annotate_numbers(root, &t);
@@ -640,10 +646,9 @@ static void check_json_chars(const char *file, const char *text, size_t n) {
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)text[i];
     if (c >= 0x20 || c == '\n' || c == '\t' || c == '\r') continue;
-    size_t line = 1, col = 1;
-    for (size_t k = 0; k < i; k++) { if (text[k] == '\n') line++, col = 1; else col++; }
+    LineCol lc = line_col(text, i);
     tg_fail(TG_EINPUT, "%s: JSON: control character 0x%02x at line %zu, column %zu (offset %zu): only space, tab, newline and "
-            "carriage return may stand between tokens, and a string must escape it", file, c, line, col, i);
+            "carriage return may stand between tokens, and a string must escape it", file, c, lc.line, lc.col, i);
   }
 }
 /* runs fn(R, root, ud) with root freed on success and on failure */
