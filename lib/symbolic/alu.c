@@ -23,8 +23,8 @@ const Value *as_const(const Value *v, const DType *dt) {
   Num x = n_of_value(v);
   if (dt_is_int(dt)) {
     if (x.k == NK_FLOAT) {
-      if (isnan(x.f)) tg_fail(TG_EINTERNAL, "cannot convert float NaN to integer");
-      if (isinf(x.f)) tg_fail(TG_EINTERNAL, "cannot convert float infinity to integer");
+      if (isnan(x.f)) tg_fail(TG_EINPUT, "the graph folds to a float NaN converted to an integer (tinygrad 0.11.0 raises ValueError: cannot convert float NaN to integer)");
+      if (isinf(x.f)) tg_fail(TG_EINPUT, "the graph folds to a float infinity converted to an integer (tinygrad 0.11.0 raises ValueError: cannot convert float infinity to integer)");
       return v_int(n_i64(x));
     }
     return v_int(n_i64(x));

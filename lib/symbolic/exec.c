@@ -148,8 +148,8 @@ static Num bitop(Op op, Num a, Num b) {
 }
 static Num py_trunc(Num x) {
   if (x.k != NK_FLOAT) return n_int(x.i);
-  if (isnan(x.f)) tg_fail(TG_EINTERNAL, "cannot convert float NaN to integer");
-  if (isinf(x.f)) tg_fail(TG_EINTERNAL, "cannot convert float infinity to integer");
+  if (isnan(x.f)) tg_fail(TG_EINPUT, "the graph folds to a float NaN converted to an integer (tinygrad 0.11.0 raises ValueError: cannot convert float NaN to integer)");
+  if (isinf(x.f)) tg_fail(TG_EINPUT, "the graph folds to a float infinity converted to an integer (tinygrad 0.11.0 raises ValueError: cannot convert float infinity to integer)");
   double t = trunc(x.f);
   if (fabs(t) >= 1.7e38) return n_int(t > 0 ? I128_MAX : I128_MIN);
   return n_int((i128)t);

@@ -123,7 +123,7 @@ Num n_of_value(const Value *v) {
 }
 int64_t n_i64(Num a) {
   if (a.k == NK_FLOAT) {
-    if (isnan(a.f)) tg_fail(TG_EINTERNAL, "symbolic: cannot convert float NaN to integer");
+    if (isnan(a.f)) tg_fail(TG_EINPUT, "the graph folds to a float NaN converted to an integer (tinygrad 0.11.0 raises ValueError: cannot convert float NaN to integer)");
     if (a.f >= 9.2233720368547758e18) return INT64_MAX;
     if (a.f <= -9.2233720368547758e18) return INT64_MIN;
     return (int64_t)a.f;
