@@ -3,6 +3,7 @@
 #   make debug        -O0 -g with ASan+UBSan into build-debug/
 #   make test         every test suite (Criterion unit tests, CLI tests, corpus conformance)
 #   make conformance  the scoreboard over ../shared/oracle
+#   make randcheck    tgc against tinygrad on seeded random programs (tools/randgraph.py; RAND_SEEDS=A:B)
 #   make bench        scheduling speed over the largest corpus graphs
 #   make fuzz         libFuzzer on the graph reader (FUZZ_SECONDS=N)
 CC      ?= cc
@@ -20,7 +21,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all debug test test-asan unit cli-test conformance pytest bench bench-kernels scale leak fuzz clean
+.PHONY: all debug test test-asan unit cli-test conformance randcheck pytest bench bench-kernels scale leak fuzz clean
 all: $(BUILD)/tgc $(BUILD)/libtgc.a
 
 $(BUILD)/%.o: %.c
@@ -79,10 +80,21 @@ conformance: $(BUILD)/tgc $(BUILD)/conformance
 	@echo "== testdata/numeric: tgc's own numeric cases (recorded by testdata/numeric/make_numeric.py)"
 	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 $(CONFORMANCE_BARS) testdata/numeric
 
+# randcheck: differential test on graphs the corpus does not hold: tools/randgraph.py writes seeded
+# random tinygrad programs with tinygrad's own schedule (and, for the numeric set, its outputs), and
+# tgc must match every one exactly
+RAND_SEEDS ?= 0:200
+RAND_NUMERIC_SEEDS ?= 0:100
+randcheck: $(BUILD)/tgc $(BUILD)/conformance
+	@rm -rf $(BUILD)/rand/schedule $(BUILD)/rand/numeric
+	python3 tools/randgraph.py $(BUILD)/rand/schedule --seeds $(RAND_SEEDS) --ops 14
+	python3 tools/randgraph.py $(BUILD)/rand/numeric --seeds $(RAND_NUMERIC_SEEDS) --ops 10 --numeric
+	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 $(CONFORMANCE_BARS) $(BUILD)/rand/schedule $(BUILD)/rand/numeric
+
 pytest: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc TGC_ORACLE=$(ORACLE) python3 -m pytest -q tests/test_schemas.py tests/test_tools.py
 
-test: unit cli-test conformance pytest
+test: unit cli-test conformance randcheck pytest
 
 $(BUILD)/bench: tests/bench.c $(BUILD)/libtgc.a
 	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libtgc.a -o $@ $(LDLIBS) $(LDFLAGS)
