@@ -7,11 +7,14 @@ Approach. A program starts from one to three inputs (Tensor.empty, or small real
 get right: elementwise ALU and casts, broadcasting binary ops, reductions over random axes (sum, max,
 mean, argmax, softmax, cumsum: arange fusion), movement ops (reshape, permute, expand, pad, shrink,
 flip), matmul, conv2d, cat, where, contiguous/realize points and several outputs in one sink. Each
-draw is seeded, so a failing seed reproduces exactly. For each seed the program's sink goes through
+draw is seeded, so a failing seed reproduces exactly. --extended adds the graph kinds training and
+model code makes: integer arithmetic and bit ops, bitcasts, in-place assign and setitem, a Variable
+shrink, detach, one_hot, half reductions, programs sharded over two CPUs (MULTI), and a backward pass
+(gradients of a scalar loss with respect to some inputs). For each seed the program's sink goes through
 tools/tgc_graph.py export (NAME.graph.json) and oracle (NAME.expect.json), and the folder can then be
 scored with `build/conformance DIR` (or ../shared/tools/score.py).
 
-CLI:  randgraph.py OUTDIR --seeds A:B [--numeric] [--ops N]
+CLI:  randgraph.py OUTDIR --seeds A:B [--numeric] [--ops N] [--extended] [--options]
 Needs tinygrad 0.11.0 and numpy.
 """
 from __future__ import annotations
@@ -25,8 +28,10 @@ import tgc_graph  # noqa: E402
 
 
 class Gen:
-  def __init__(self, seed:int, numeric:bool, nops:int):
-    self.r, self.numeric, self.nops = random.Random(seed), numeric, nops
+  def __init__(self, seed:int, numeric:bool, nops:int, extended:bool=False):
+    self.r, self.numeric, self.nops, self.extended = random.Random(seed), numeric, nops, extended
+    self.devices: tuple[str, ...]|None = None  # --extended: a program may run sharded over two CPUs
+    self.grad_leaves: list[Tensor] = []
 
   def shape(self, ndim:int|None=None) -> tuple[int, ...]:
     nd = ndim if ndim is not None else self.r.randint(1, 4)
@@ -36,8 +41,14 @@ class Gen:
     if self.numeric:
       a = np.random.default_rng(self.r.randint(0, 1 << 30)).standard_normal(shape).astype(np.float32)
       t = Tensor(a).realize()
-      return t.cast(dtype) if dtype != dtypes.float32 else t
-    return Tensor.empty(*shape, dtype=dtype)
+      t = t.cast(dtype) if dtype != dtypes.float32 else t
+    else:
+      t = Tensor.empty(*shape, dtype=dtype)
+    if self.devices is not None: t = t.shard(self.devices)  # replicated on every device
+    if self.extended and dtype == dtypes.float32 and self.r.random() < 0.15:
+      t.requires_grad = True
+      self.grad_leaves.append(t)
+    return t
 
   def like(self, t:Tensor) -> Tensor:
     """another operand broadcastable to t: t's shape with some dims 1, or fewer leading dims"""
@@ -49,8 +60,58 @@ class Gen:
 
   def axis(self, t:Tensor) -> int: return self.r.randrange(t.ndim)
 
+  def extra(self, t:Tensor, pool:list[Tensor]) -> Tensor:
+    """--extended steps: integer arithmetic and bit ops, bitcasts, in-place assigns (whole and
+    sliced), a symbolic (Variable) shrink, detach and one_hot/arange"""
+    r, nd = self.r, t.ndim
+    k = r.choice(["int", "int", "bitcast", "assign", "assign", "setitem", "var", "detach", "onehot", "half"])
+    if k in ("int", "bitcast", "onehot"): t = t.detach()  # no gradient through integers and bitcasts
+    if k == "int":
+      # uint8 only without data: tinygrad's C renders narrow unsigned arithmetic without casts, so its
+      # values follow C's int promotion where a uint8 result overflows (x + q*253 for x % 3), which
+      # tgc's kernels (computing in uint8) do not reproduce
+      i = (t * r.choice([3, 7, 100])).cast(r.choice([dtypes.int32, dtypes.int32, dtypes.int64] + ([] if self.numeric else [dtypes.uint8])))
+      c = r.choice([2, 3, 5, 8])
+      op = r.choice(["idiv", "mod", "and", "or", "xor", "shl", "shr", "max", "lt"])
+      if op == "idiv": i = i // c
+      elif op == "mod": i = i % c
+      elif op == "and": i = i & c
+      elif op == "or": i = i | c
+      elif op == "xor": i = i ^ c
+      elif op == "shl": i = i << r.choice([1, 2])
+      elif op == "shr": i = i >> r.choice([1, 2])
+      elif op == "max": i = i.maximum(c)
+      else: i = (i < c)
+      return i.cast(dtypes.float32)
+    if k == "bitcast":
+      return (t.bitcast(dtypes.uint32) & 0x7fffffff).bitcast(dtypes.float32) if r.random() < 0.5 else t.bitcast(dtypes.int32).cast(dtypes.float32)
+    if k == "assign":
+      b = self.leaf(t.shape)
+      b = b.detach() if b.requires_grad else b
+      if not self.numeric: b = b.realize()
+      return b.assign(b * r.choice([0.5, 1.0]) + t.detach())
+    if k == "setitem" and nd and t.shape[0] >= 2:
+      b = self.leaf(t.shape)
+      b = b.detach() if b.requires_grad else b
+      if not self.numeric: b = b.realize()
+      a = r.randint(0, t.shape[0] - 1)
+      b[a:a + 1] = t.detach()[0:1]
+      return b
+    if k == "var" and nd and t.shape[0] >= 2 and self.devices is None:
+      from tinygrad import Variable
+      v = Variable("n", 1, t.shape[0]).bind(r.randint(1, t.shape[0]))
+      x = t.shrink(((0, v),) + (None,) * (nd - 1))
+      return (x.sum(0) if r.random() < 0.5 else x.exp().max(0)).contiguous()
+    if k == "detach": return t.detach() + t
+    if k == "onehot" and nd:
+      n = r.choice([3, 4, 10])
+      return (t.abs() * n).cast(dtypes.int32).clip(0, n - 1).one_hot(n).cast(dtypes.float32)
+    if k == "half": return (t.cast(dtypes.half) * 2).sum(axis=self.axis(t) if nd else None).cast(dtypes.float32)
+    return t
+
   def step(self, t:Tensor, pool:list[Tensor]) -> Tensor:
     r, nd = self.r, t.ndim
+    if self.extended and r.random() < 0.3: return self.extra(t, pool)
     k = r.choice(["unary", "unary", "binary", "binary", "const", "reduce", "reduce", "movement", "movement", "movement",
                   "matmul", "softmax", "cumsum", "argmax", "where", "cat", "contiguous", "cast", "pool", "conv", "gather"])
     if k == "unary": return getattr(t, r.choice(["exp", "log", "relu", "sqrt", "sin", "neg", "reciprocal", "sigmoid", "tanh", "abs", "square", "exp2"]))()
@@ -133,6 +194,11 @@ class Gen:
   def program(self) -> list[Tensor]:
     r = self.r
     t = self.leaf(self.shape())
+    if self.extended and r.random() < 0.2:
+      # shard the first input over two CPUs (on an axis it divides, else replicated); later inputs are replicated
+      self.devices = ("CPU:0", "CPU:1")
+      axes = [i for i, s in enumerate(t.shape) if s % 2 == 0]
+      t = t.shard(self.devices, axis=r.choice(axes) if axes and r.random() < 0.8 else None)
     pool: list[Tensor] = []
     outs: list[Tensor] = []
     for _ in range(r.randint(1, self.nops)):
@@ -141,7 +207,16 @@ class Gen:
       t = self.step(t, pool)
       if r.random() < 0.1: outs.append(t)
     outs.append(t)
-    return outs[-3:]
+    outs = outs[-3:]
+    if self.grad_leaves and r.random() < 0.7:
+      # a backward pass: gradients of a scalar loss with respect to some inputs
+      loss = outs[-1].float().sum() if outs[-1].dtype != dtypes.float32 else outs[-1].sum()
+      grads = []
+      for x in self.grad_leaves[:3]:
+        try: grads += list(loss.gradient(x))
+        except RuntimeError: pass  # x is not on a differentiable path to the loss
+      outs = outs[:-1] + [loss] + grads
+    return outs
 
 
 def main(argv=None) -> int:
@@ -150,15 +225,16 @@ def main(argv=None) -> int:
   ap.add_argument("--seeds", default="0:50", help="A:B, the seeds A..B-1")
   ap.add_argument("--numeric", action="store_true", help="realized inputs with data, so expect files record outputs")
   ap.add_argument("--ops", type=int, default=8, help="the most ops in one program")
+  ap.add_argument("--extended", action="store_true", help="also integer/bit ops, bitcasts, assigns, Variables, sharding over two CPUs, gradients")
   ap.add_argument("--options", action="store_true", help="vary the scheduler switches (FUSE_ARANGE, SPLIT_REDUCEOP, ...) by seed")
   a = ap.parse_args(argv)
   out = pathlib.Path(a.outdir); out.mkdir(parents=True, exist_ok=True)
   lo, hi = (int(x) for x in a.seeds.split(":"))
   made = 0
   for seed in range(lo, hi):
-    name = f"rand{'n' if a.numeric else ''}_{seed}"
+    name = f"rand{'n' if a.numeric else ''}{'x' if a.extended else ''}_{seed}"
     try:
-      g = Gen(seed, a.numeric, a.ops)
+      g = Gen(seed, a.numeric, a.ops, a.extended)
       opts = g.options() if a.options else {}
       with tgc_graph.options(opts):
         outs = g.program()
