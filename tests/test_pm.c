@@ -361,6 +361,42 @@ Test(pm, rewrite_not_ready_requeues_at_the_bottom) {
   cr_assert_str_eq(topo_labels(o, buf, sizeof buf), "c',a',b',d',SINK");
 }
 
+/* nested rewrites: a callback rewriting the same graph again must not disturb the enclosing
+ * rewrite's tables (they live on the nodes: UOp.rw), nor an inner rewrite that failed */
+typedef struct NestCtx { UOp *graph; PM *inner; char seen[128]; bool fail_first; } NestCtx;
+static UOp *fail_cb(const Match *m, void *ctx) { tg_fail(TG_EINPUT, "inner failure"); }
+static UOp *nest_cb(const Match *m, void *ctx) {
+  NestCtx *n = ctx;
+  UOp *x = m_get(m, "x");
+  if (strcmp(x->arg->s, "b") != 0) return NULL;
+  if (n->fail_first) { /* an inner rewrite that errors out leaves its epoch open */
+    Rule fr[] = {{UP(.ops = OPS(OP_NOOP)), fail_cb}};
+    TgTry t;
+    if (TG_TRY(t)) { graph_rewrite(n->graph, pm_new(fr, 1), NULL, false, NULL); tg_try_end(&t); }
+  }
+  Log l = {0};
+  topo_labels(graph_rewrite(n->graph, n->inner, &l, false, NULL), n->seen, sizeof n->seen);
+  return N("B", 0);
+}
+Test(pm, nested_rewrites_keep_their_own_tables, .timeout = 20) {
+  /* the outer rewrite keeps c and a, turns b into B; the inner one (run while b is rewritten, over
+   * nodes the outer one has already visited) renames everything */
+  UOp *cc = N("c", 0), *a = N("a", 1, cc), *b = N("b", 1, cc);
+  UOp *s = uop_sink(2, (UOp *[]){a, b}, NULL);
+  Rule outer[] = {{UP(.ops = OPS(OP_NOOP), .name = "x"), nest_cb}};
+  PM *po = pm_new(outer, 1);
+  char buf[128];
+  for (int round = 0; round < 3; round++) {
+    NestCtx n = {s, pm_new(rename_rules, RULES_N(rename_rules)), {0}, round == 1};
+    UOp *r = graph_rewrite(s, po, &n, false, NULL);
+    cr_assert_str_eq(topo_labels(r, buf, sizeof buf), "c,a,B,SINK", "round %d", round);
+    cr_assert_str_eq(n.seen, "c',a',b',SINK", "round %d", round);
+    /* and a plain rewrite afterwards sees none of it */
+    Log l = {0};
+    cr_assert_str_eq(topo_labels(graph_rewrite(s, n.inner, &l, false, NULL), buf, sizeof buf), "c',a',b',SINK");
+  }
+}
+
 /* ---- graph_rewrite_map ---- */
 static UOp *to_v(const Match *m, void *ctx) { return m_get(m, "x")->arg->s[0] == 'k' ? ctx : NULL; }
 Test(pm, graph_rewrite_map_moves_metadata) {

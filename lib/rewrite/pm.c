@@ -15,7 +15,8 @@
  *
  * unified_rewrite is ported step by step: a deque of (node, stage, new node) entries, the bpm
  * fixed point with its loop check, the pm/bpm caches, RewriteNotReady as a push to the bottom
- * of the deque, and the 200000-entry limit. Its maps live in uctx->scratch for one call. */
+ * of the deque, and the 200000-entry limit. Its tables live on the nodes (UOp.rw, below), and
+ * one setjmp per rewrite (not per callback) catches RewriteNotReady. */
 #include "pm.h"
 #include <math.h>
 #include <setjmp.h>
@@ -371,16 +372,50 @@ UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
   return NULL;
 }
 
-/* ---- RewriteContext ---- */
+/* ---- RewriteContext ----
+ * A rewrite's three tables (replace, pm_cache, bpm_cache) live on the nodes themselves: UOp.rw[]
+ * holds one rewrite's entries, the one whose epoch is UOp.rw_epoch, so a lookup is a field read
+ * instead of a hash probe. Rewrites nest (callbacks run graph_rewrite), so a rewrite only takes
+ * over a node whose entries belong to no rewrite still running (uctx->rw_open); a node held by an
+ * enclosing rewrite keeps its entries there and this rewrite uses its own maps (fb) for it. */
+enum { RW_REPLACE, RW_PM, RW_BPM };
 typedef struct REnt { UOp *n, *nn; int stage; } REnt;
 typedef struct RCtx {
   const PM *pm, *bpm; void *ctx;
-  UMap pm_cache, bpm_cache, replace;
+  uint32_t epoch;                 /* 0: takes no node over (too deeply nested), everything in fb */
+  int depth;                      /* uctx->rw_depth when this rewrite started */
+  int nfb; UMap fb[3];            /* entries of nodes an enclosing rewrite holds */
+  REnt cur;                       /* the entry whose callbacks run now (RewriteNotReady puts it back) */
   REnt *q; size_t cap, head, cnt; /* ring buffer deque; cap is a power of two */
   UOp **tmp; int tmpcap;
   REnt q0[64];                    /* the deque's first buffer: most rewrites are small */
 } RCtx;
-static char cache_none; /* cached "no rewrite" */
+static UOp cache_none; /* cached "no rewrite" */
+
+/* is epoch e a rewrite that is still running (one that encloses r)? A later epoch than r's was a
+ * rewrite nested in r, finished by now. Epochs left open by an error are taken as running: that
+ * only sends their nodes to fb. */
+static bool rw_running(const RCtx *r, uint32_t e) {
+  if (e == 0 || e > r->epoch) return false;
+  for (int i = 0; i < r->depth; i++) if (uctx->rw_open[i] == e) return true;
+  return false;
+}
+static inline UOp *rs_get(const RCtx *r, UOp *u, int k) {
+  if (u->rw_epoch == r->epoch && r->epoch) return u->rw[k];
+  return r->nfb ? umap_get(&r->fb[k], u) : NULL;
+}
+static void rs_put(RCtx *r, UOp *u, int k, UOp *v) {
+  if (u->rw_epoch != r->epoch || !r->epoch) {
+    if (!r->epoch || rw_running(r, u->rw_epoch)) {
+      umap_put(&r->fb[k], u, v);
+      r->nfb++;
+      return;
+    }
+    u->rw_epoch = r->epoch; /* take the node over: the entries there belong to a finished rewrite */
+    u->rw[0] = u->rw[1] = u->rw[2] = NULL;
+  }
+  u->rw[k] = v;
+}
 
 static void rq_grow(RCtx *r) {
   size_t nc = r->cap * 2;
@@ -400,58 +435,44 @@ static void rq_push_front(RCtx *r, UOp *n, int stage, UOp *nn) {
   r->cnt++;
 }
 
-static UOp *cached_rewrite(UMap *cache, const PM *pm, UOp *x, void *ctx) {
-  bool found;
-  void *v = map_get(cache, x, uop_h(x), &found);
-  if (found) return v == &cache_none ? NULL : v;
-  UOp *ret = pm_rewrite(pm, x, ctx);
-  umap_put(cache, x, ret ? (void *)ret : (void *)&cache_none);
+static UOp *cached_rewrite(RCtx *r, int k, const PM *pm, UOp *x) {
+  if (pm->start[x->op] == pm->start[x->op + 1]) return NULL; /* no rule for this op: nothing to cache */
+  UOp *v = rs_get(r, x, k);
+  if (v) return v == &cache_none ? NULL : v;
+  UOp *ret = pm_rewrite(pm, x, r->ctx);
+  rs_put(r, x, k, ret ? ret : &cache_none);
   return ret;
-}
-
-/* RewriteNotReady: a callback calls pm_not_ready(), which unwinds to the rewrite that called it */
-typedef struct NRJump { jmp_buf jb; struct NRJump *prev; TgTry *try_top; } NRJump;
-static _Thread_local NRJump *nr_top;
-_Noreturn void pm_not_ready(void) {
-  if (!nr_top) tg_fail(TG_EINTERNAL, "pm_not_ready called outside graph_rewrite");
-  longjmp(nr_top->jb, 1);
-}
-/* cached_rewrite, or false when the callback raised RewriteNotReady (nothing is cached then) */
-static bool guarded_rewrite(UMap *cache, const PM *pm, UOp *x, void *ctx, UOp **out) {
-  NRJump j;
-  j.prev = nr_top; j.try_top = tg_try_top;
-  if (setjmp(j.jb)) { nr_top = j.prev; tg_try_top = j.try_top; return false; }
-  nr_top = &j;
-  *out = cached_rewrite(cache, pm, x, ctx);
-  nr_top = j.prev;
-  return true;
 }
 
 static void rctx_init(RCtx *r, const PM *pm, const PM *bpm, void *ctx) {
   memset(r, 0, offsetof(RCtx, q0));
   r->pm = pm; r->bpm = bpm; r->ctx = ctx;
   r->q = r->q0; r->cap = sizeof r->q0 / sizeof r->q0[0];
-  umap_init(&r->pm_cache, &uctx->scratch);
-  umap_init(&r->bpm_cache, &uctx->scratch);
-  umap_init(&r->replace, &uctx->scratch);
+  for (int k = 0; k < 3; k++) umap_init(&r->fb[k], &uctx->scratch);
+  r->depth = uctx->rw_depth;
+  int nopen = (int)(sizeof uctx->rw_open / sizeof uctx->rw_open[0]);
+  if (r->depth < nopen && uctx->rw_epoch < UINT32_MAX) {
+    r->epoch = ++uctx->rw_epoch;
+    uctx->rw_open[uctx->rw_depth++] = r->epoch;
+  }
 }
+static void rctx_done(RCtx *r) { uctx->rw_depth = r->depth; }
 
-static UOp *unified_rewrite(RCtx *r, UOp *root) {
-  r->cnt = 0; r->head = 0;
-  rq_push(r, root, 0, root);
+/* the deque loop; a RewriteNotReady from a callback of r->cur unwinds to unified_rewrite */
+static void rewrite_loop(RCtx *r) {
   while (r->cnt) {
     if (r->cnt >= 200000) tg_fail(TG_EINPUT, "infinite loop in graph_rewrite (stack too big)");
     REnt e = r->q[(r->head + r->cnt - 1) & (r->cap - 1)];
     r->cnt--;
+    r->cur = e;
     UOp *n = e.n, *nn = e.nn;
-    if (umap_has(&r->replace, n)) continue;
+    if (rs_get(r, n, RW_REPLACE)) continue;
     if (e.stage == 0) {
       if (r->bpm) {
         /* apply rewrite rules until a fixed point is reached */
         UOp *seen_small[16]; UOp **seen = seen_small; int ns = 0, seencap = 16;
         UOp *test = n;
-        bool ok = true;
-        while (test && ok) {
+        while (test) {
           for (int i = 0; i < ns; i++) if (seen[i] == test) tg_fail(TG_EINTERNAL, "infinite loop in fixed_point_rewrite");
           if (ns == seencap) {
             UOp **g = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)seencap * 2);
@@ -460,9 +481,8 @@ static UOp *unified_rewrite(RCtx *r, UOp *root) {
           }
           seen[ns++] = test;
           nn = test;
-          ok = guarded_rewrite(&r->bpm_cache, r->bpm, test, r->ctx, &test);
+          test = cached_rewrite(r, RW_BPM, r->bpm, test);
         }
-        if (!ok) { rq_push_front(r, n, 0, e.nn); continue; } /* RewriteNotReady: retry later */
       }
       rq_push(r, n, 1, nn);
       for (int i = nn->nsrc - 1; i >= 0; i--) rq_push(r, nn->src[i], 0, nn->src[i]);
@@ -473,7 +493,7 @@ static UOp *unified_rewrite(RCtx *r, UOp *root) {
         r->tmp = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)r->tmpcap);
       }
       for (int i = 0; i < nn->nsrc; i++) {
-        UOp *x = umap_get(&r->replace, nn->src[i]);
+        UOp *x = rs_get(r, nn->src[i], RW_REPLACE);
         if (!x) { ready = false; break; }
         r->tmp[i] = x;
         if (x != nn->src[i]) same = false;
@@ -481,9 +501,9 @@ static UOp *unified_rewrite(RCtx *r, UOp *root) {
       if (!ready) { rq_push_front(r, n, 1, nn); continue; } /* RewriteNotReady: retry later */
       UOp *nsn = NULL;
       if (same) {
-        if (r->pm && !guarded_rewrite(&r->pm_cache, r->pm, nn, r->ctx, &nsn)) { rq_push_front(r, n, 1, nn); continue; }
+        if (r->pm) nsn = cached_rewrite(r, RW_PM, r->pm, nn);
         if (!nsn) {
-          umap_put(&r->replace, n, nn);
+          rs_put(r, n, RW_REPLACE, nn);
           continue;
         }
       } else {
@@ -493,12 +513,35 @@ static UOp *unified_rewrite(RCtx *r, UOp *root) {
       rq_push(r, n, 2, nsn);
       rq_push(r, nsn, 0, nsn);
     } else {
-      UOp *x = umap_get(&r->replace, nn);
+      UOp *x = rs_get(r, nn, RW_REPLACE);
       if (!x) { rq_push_front(r, n, 2, nn); continue; } /* RewriteNotReady */
-      umap_put(&r->replace, n, x);
+      rs_put(r, n, RW_REPLACE, x);
     }
   }
-  return umap_get(&r->replace, root);
+}
+
+/* RewriteNotReady: pm_not_ready() unwinds to here; the entry goes to the bottom of the deque and
+ * is retried later (nothing was cached for it), and the loop goes on */
+typedef struct NRJump { jmp_buf jb; struct NRJump *prev; TgTry *try_top; } NRJump;
+static _Thread_local NRJump *nr_top;
+_Noreturn void pm_not_ready(void) {
+  if (!nr_top) tg_fail(TG_EINTERNAL, "pm_not_ready called outside graph_rewrite");
+  longjmp(nr_top->jb, 1);
+}
+static UOp *unified_rewrite(RCtx *r, UOp *root) {
+  r->cnt = 0; r->head = 0;
+  rq_push(r, root, 0, root);
+  NRJump j;
+  j.prev = nr_top; j.try_top = tg_try_top;
+  int depth = uctx->rw_depth; /* the rewrites a callback opened are closed by the unwinding */
+  if (setjmp(j.jb)) {
+    nr_top = j.prev; tg_try_top = j.try_top; uctx->rw_depth = depth;
+    rq_push_front(r, r->cur.n, r->cur.stage, r->cur.nn);
+  }
+  nr_top = &j;
+  rewrite_loop(r);
+  nr_top = j.prev;
+  return rs_get(r, root, RW_REPLACE);
 }
 
 UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm) {
@@ -507,6 +550,7 @@ UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM 
   RCtx r;
   rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);
   UOp *ret = unified_rewrite(&r, sink);
+  rctx_done(&r);
   nr_top = saved;
   arena_pop(&uctx->scratch, mk);
   return ret;
@@ -540,6 +584,7 @@ UMap graph_rewrite_map_in(Arena *out, UOp *sink, const PM *pm, void *ctx, bool b
     umap_put(&new_map, k, v);
     if (k != v && k->meta.n) meta_move(k, v);
   }
+  rctx_done(&r);
   nr_top = saved;
   arena_pop(&uctx->scratch, mk);
   if (input_map) {

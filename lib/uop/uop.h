@@ -145,8 +145,8 @@ typedef struct MetaList { int n; const Meta *const *m; } MetaList;
 
 /* ---- the UOp ---- */
 struct UOp {
-  uint16_t op;
-  uint8_t st_state, dev_state; /* lib/shape: 0 unknown, 1 computed (st_cache, dev_cache) */
+  uint8_t op;
+  uint8_t st_state, dev_state, axis_state; /* lib/shape: 0 unknown, 1 computed (st_cache, dev_cache, axis_cache) */
   int32_t nsrc;                /* up to UOP_MAX_SRC (a KERNEL gathering a wide fan-out has many) */
   uint32_t id;                 /* creation order within the context */
   uint32_t walk;               /* lib/uop toposort: the epoch of the walk that last emitted this node */
@@ -158,9 +158,12 @@ struct UOp {
   /* lazily computed caches, owned by the stages that fill them */
   const ShapeTracker *st_cache; /* lib/shape: UOp.st (valid when st_state is 1) */
   const Value *dev_cache;      /* lib/shape: UOp._device; axis_cache: UOp.axis */
-  int32_t axis_cache; uint8_t axis_state;
+  int32_t axis_cache;
+  uint32_t rw_epoch;           /* lib/rewrite: the graph rewrite whose entries rw[] holds (0: none; see pm.c) */
+  UOp *rw[3];                  /* lib/rewrite: that rewrite's replace, pm cache and bpm cache entries */
   void *cache[2];              /* cache[0]: lib/symbolic (_min_max), cache[1]: lib/symbolic (simplify) */
 };
+_Static_assert(OP_COUNT <= 256, "UOp.op is a byte");
 #define UOP_MAX_SRC (1 << 28)
 UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
 UOp *uop0(Op op, const DType *dt, const Value *arg);          /* no src */
@@ -209,6 +212,9 @@ typedef struct UCtx {
   void *memo[4];               /* per-context caches of pure functions, owned by stages: memo[0] lib/shape (View.__add__) */
   uint32_t walk_epoch; int walk_depth; /* toposort: the running walk's epoch, how many walks are open */
   void *walk_stack; size_t walk_cap;   /* toposort: the outermost walk's (node, visited) stack, reused */
+  const Value *vsmall[132];    /* lib/uop: interned None, False, True and the ints -1..127, once looked up */
+  uint32_t rw_epoch;           /* lib/rewrite: the last graph rewrite's epoch (UOp.rw_epoch) */
+  int rw_depth; uint32_t rw_open[32]; /* lib/rewrite: the epochs of the rewrites now running, outermost first */
 } UCtx;
 extern _Thread_local UCtx *uctx;                /* the current context */
 UCtx *uop_ctx_new(void);                        /* creates and makes current */

@@ -66,9 +66,18 @@ static const Value *vintern(Value *proto) {
   iset_add(&uctx->values, v->hash, v);
   return v;
 }
-const Value *v_none(void) { Value p = {.kind = V_NONE}; return vintern(&p); }
-const Value *v_bool(bool b) { Value p = {.kind = V_BOOL, .b = b}; return vintern(&p); }
-const Value *v_int(int64_t i) { Value p = {.kind = V_INT, .i = i}; return vintern(&p); }
+/* the commonest values skip the intern table after their first lookup (uctx->vsmall) */
+enum { VS_NONE, VS_FALSE, VS_TRUE, VS_INT0 = 4 /* int i at VS_INT0 + i, i in -1..127 */ };
+static const Value *vsmall(int slot, Value *proto) {
+  const Value **c = &uctx->vsmall[slot];
+  return *c ? *c : (*c = vintern(proto));
+}
+const Value *v_none(void) { Value p = {.kind = V_NONE}; return vsmall(VS_NONE, &p); }
+const Value *v_bool(bool b) { Value p = {.kind = V_BOOL, .b = b}; return vsmall(b ? VS_TRUE : VS_FALSE, &p); }
+const Value *v_int(int64_t i) {
+  Value p = {.kind = V_INT, .i = i};
+  return i >= -1 && i <= 127 ? vsmall(VS_INT0 + (int)i, &p) : vintern(&p);
+}
 const Value *v_uint64(uint64_t u) {
   if (u <= (uint64_t)INT64_MAX) return v_int((int64_t)u);
   Value p = {.kind = V_INT, .n = 1, .i = (int64_t)u};
