@@ -137,6 +137,32 @@ Test(shape, minify_and_merge) {
   cr_assert_str_eq(vtext(view_minify(vc(SL(4, 3, 2), &st, 0, SI(0, 4, 1, 2, 0, 2)))), "4,6/6,1/0/0:4,2:4/0");
 }
 
+/* View.__add__ and ShapeTracker.__add__ are memoised per context (sops.h pmemo): past the table's
+ * growth (hundreds of pairs, NULL results among them), a second round of every pair gives the
+ * same tracker as the first, and each equals the uncached a + b (push b's view, simplify) */
+Test(shape, concat_memo_matches_uncached) {
+  enum { N = 30, K = 3 };
+  const ShapeTracker *first[N][K][K];
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < N; i++) {
+      int64_t n = i + 1;
+      const ShapeTracker *base = st_from_shape(SL(n, 6), NULL);
+      // three trackers of shape (n, 6), and three that start from shape (n, 6)
+      const ShapeTracker *as[K] = {base, st_permute(st_from_shape(SL(6, n), NULL), (int[]){1, 0}),
+                                   st_shrink(st_from_shape(SL(n + 1, 7), NULL), SI(0, n, 1, 7))};
+      const ShapeTracker *bs[K] = {st_reshape(base, SL(6 * n)), st_reshape(base, SL(3, 2 * n)), st_permute(base, (int[]){1, 0})};
+      for (int x = 0; x < K; x++)
+        for (int y = 0; y < K; y++) {
+          const ShapeTracker *got = st_concat(as[x], bs[y]);
+          const View *vs[2] = {as[x]->views[0], bs[y]->views[0]};
+          const ShapeTracker *want = st_simplify(st_intern(2, vs));
+          cr_assert_eq(got, want, "n %d pair %d,%d round %d", (int)n, x, y, round);
+          if (round == 0) first[i][x][y] = got;
+          else cr_assert_eq(got, first[i][x][y], "n %d pair %d,%d changed between rounds", (int)n, x, y);
+        }
+    }
+}
+
 /* ---- movement ops on one view ---- */
 Test(shape, view_movement_ops) {
   SList st = SL(3, 1);

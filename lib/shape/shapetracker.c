@@ -10,18 +10,20 @@
 #include "sops.h"
 
 static const ShapeTracker *st1(const View *v) { return st_intern(1, &v); }
-static const ShapeTracker *st_with_last(const ShapeTracker *st, const View *v) {
-  const View **vs = arena_alloc(ga(), sizeof(View *) * (size_t)st->nviews);
-  for (int i = 0; i < st->nviews - 1; i++) vs[i] = st->views[i];
-  vs[st->nviews - 1] = v;
-  return st_intern(st->nviews, vs);
+/* the views of st with the last one replaced (drop 0) or one pushed (drop -1), interned: the probe
+ * lives on the stack or in scratch, st_intern copies it when it is new */
+static const ShapeTracker *st_edit(const ShapeTracker *st, int keep, const View *v) {
+  const View *small[16];
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  const View **vs = keep + 1 <= 16 ? small : arena_alloc_raw(&uctx->scratch, sizeof(View *) * (size_t)(keep + 1));
+  for (int i = 0; i < keep; i++) vs[i] = st->views[i];
+  vs[keep] = v;
+  const ShapeTracker *r = st_intern(keep + 1, vs);
+  arena_pop(&uctx->scratch, mk);
+  return r;
 }
-static const ShapeTracker *st_push(const ShapeTracker *st, const View *v) {
-  const View **vs = arena_alloc(ga(), sizeof(View *) * (size_t)(st->nviews + 1));
-  for (int i = 0; i < st->nviews; i++) vs[i] = st->views[i];
-  vs[st->nviews] = v;
-  return st_intern(st->nviews + 1, vs);
-}
+static const ShapeTracker *st_with_last(const ShapeTracker *st, const View *v) { return st_edit(st, st->nviews - 1, v); }
+static const ShapeTracker *st_push(const ShapeTracker *st, const View *v) { return st_edit(st, st->nviews, v); }
 static const View *last(const ShapeTracker *st) { return st->views[st->nviews - 1]; }
 
 const ShapeTracker *st_from_shape(SList shape, const SList *strides) { return st1(view_create(shape, strides, si(0), NULL)); }
@@ -30,19 +32,18 @@ bool st_contiguous(const ShapeTracker *st) { return st->nviews == 1 && st->views
 
 const ShapeTracker *st_simplify(const ShapeTracker *st) {
   const View *nv;
-  while (st->nviews >= 2 && (nv = view_add(st->views[st->nviews - 2], st->views[st->nviews - 1]))) {
-    const View **vs = arena_alloc(ga(), sizeof(View *) * (size_t)(st->nviews - 1));
-    for (int i = 0; i < st->nviews - 2; i++) vs[i] = st->views[i];
-    vs[st->nviews - 2] = nv;
-    st = st_intern(st->nviews - 1, vs);
-  }
+  while (st->nviews >= 2 && (nv = view_add(st->views[st->nviews - 2], st->views[st->nviews - 1]))) st = st_edit(st, st->nviews - 2, nv);
   return st;
 }
+/* ShapeTracker.__add__, memoised per context like View.__add__ (its inputs are interned) */
 const ShapeTracker *st_concat(const ShapeTracker *a, const ShapeTracker *b) {
   /* unwrap(x.st) in tinygrad: only a malformed graph (e.g. a CONST whose source is not a VIEW) gets here */
   if (!a || !b) tg_fail(TG_EINPUT, "a UOp without a ShapeTracker where the scheduler needs one (a CONST or DEFINE_VAR without a VIEW source?)");
+  const void *m;
+  if (pmemo_get(PMEMO_ST_CONCAT, a, a->id, b, b->id, &m)) return m;
   const ShapeTracker *ret = a;  // one view at a time = better simplification
   for (int i = 0; i < b->nviews; i++) ret = st_simplify(st_push(ret, b->views[i]));
+  pmemo_put(PMEMO_ST_CONCAT, a, a->id, b, b->id, ret);
   return ret;
 }
 const ShapeTracker *st_invert(const ShapeTracker *st, SList out_shape) {

@@ -108,6 +108,11 @@ static inline bool S_bool(int k, Sint a, Sint b) {
 void shape_unravel(SList shape, Sint offset, Sint *out);  /* unravel: offset's position on each dim */
 int shape_uop_vars(UOp *u, UOp **out, int n, int cap);    /* UOp.vars() appended to out[n..], deduped */
 
+/* per-context memos of pure functions on interned operands (view.c): pmemo_get gives true and the
+ * result (maybe NULL) of (a, b) when cached; ia/ib are their ids (the hash) */
+enum { PMEMO_VIEW_ADD, PMEMO_ST_CONCAT };
+bool pmemo_get(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void **r);
+void pmemo_put(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void *r);
 /* a temporary Sint array: in scratch inside a tg_tmp_scope (results are interned, which copies) */
 static inline Sint *s_tmp(int n) { return arena_alloc(tg_tmp_scope ? &uctx->scratch : ga(), sizeof(Sint) * (size_t)(n > 0 ? n : 1)); }
 static inline SList sl_zeros_n(int n) { return sl(n, s_tmp(n)); } /* arena memory is zeroed: si(0) */

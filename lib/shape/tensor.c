@@ -232,7 +232,8 @@ static UOp *st_step(UOp *u) {
     for (int i = 0; i < shape.n; i++) v[i] = axis_has(ax, i) ? si(1) : shape.v[i];
     shape = sl(shape.n, v);
   }
-  st_set(u, st_from_shape(shape, NULL));
+  /* from_shape of a contiguous single view's own shape is that ShapeTracker (interned) */
+  st_set(u, shape.v == st_shape(first).v && st_contiguous(first) ? first : st_from_shape(shape, NULL));
   return NULL;
 #undef NEED
 }

@@ -372,38 +372,50 @@ const View *view_reshape(const View *v, SList new_shape) {
 /* ---- View.__add__: vm2 + vm1 (vm1 applied on top of vm2), NULL when it can't be one view ---- */
 static Sint ceildiv(Sint num, Sint amt) { return S_neg(S_fdiv(num, S_neg(amt))); }
 
-/* View.__add__ is functools.cache'd in tinygrad: here a per-context open-addressing table keyed by
- * the two interned views' ids (uctx->memo[0]); a NULL result is cached too */
-typedef struct VAEnt { const View *a, *b, *r; bool full; } VAEnt;
-typedef struct VAMemo { VAEnt *t; size_t cap, n; } VAMemo;
-static const View va_none_marker;
-static size_t va_hash(const View *a, const View *b) { return (size_t)hash_mix(hash_mix(0x51ed27, a->id), b->id); }
-static VAEnt *va_slot(VAMemo *m, const View *a, const View *b) {
-  size_t p = va_hash(a, b) & (m->cap - 1);
-  while (m->t[p].full && (m->t[p].a != a || m->t[p].b != b)) p = (p + 1) & (m->cap - 1);
+/* pair memos (sops.h): per-context open-addressing tables from two interned operands (hashed by
+ * their ids) to a result, in uctx->memo[slot]; a NULL result is cached too */
+typedef struct PMEnt { const void *a, *b, *r; uint32_t ia, ib; } PMEnt;  /* a NULL: empty */
+typedef struct PMTab { PMEnt *t; size_t cap, n; } PMTab;
+static const char pm_none_marker;
+static PMEnt *pm_slot(const PMTab *m, const void *a, uint32_t ia, const void *b, uint32_t ib) {
+  size_t p = (size_t)hash_mix(hash_mix(0x51ed27, ia), ib) & (m->cap - 1);
+  while (m->t[p].a && (m->t[p].a != a || m->t[p].b != b)) p = (p + 1) & (m->cap - 1);
   return &m->t[p];
 }
-static const View *view_add_uncached(const View *vm2, const View *vm1);
-const View *view_add(const View *vm2, const View *vm1) {
-  VAMemo *m = uctx->memo[0];
+bool pmemo_get(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void **r) {
+  const PMTab *m = uctx->memo[slot];
+  if (!m) return false;
+  const PMEnt *e = pm_slot(m, a, ia, b, ib);
+  if (!e->a) return false;
+  *r = e->r == &pm_none_marker ? NULL : e->r;
+  return true;
+}
+void pmemo_put(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void *r) {
+  PMTab *m = uctx->memo[slot];
   if (!m) {
-    m = uctx->memo[0] = arena_alloc(ga(), sizeof *m);
+    m = uctx->memo[slot] = arena_alloc(ga(), sizeof *m);
     m->cap = 256;
-    m->t = arena_alloc(ga(), sizeof(VAEnt) * m->cap);
+    m->t = arena_alloc(ga(), sizeof(PMEnt) * m->cap);
   }
-  VAEnt *e = va_slot(m, vm2, vm1);
-  if (e->full) return e->r == &va_none_marker ? NULL : e->r;
-  const View *r = view_add_uncached(vm2, vm1);
-  m = uctx->memo[0];
   if ((m->n + 1) * 2 > m->cap) {
-    VAMemo g = {arena_alloc(ga(), sizeof(VAEnt) * m->cap * 2), m->cap * 2, m->n};
-    for (size_t i = 0; i < m->cap; i++) if (m->t[i].full) *va_slot(&g, m->t[i].a, m->t[i].b) = m->t[i];
+    PMTab g = {arena_alloc(ga(), sizeof(PMEnt) * m->cap * 2), m->cap * 2, m->n};
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->t[i].a) *pm_slot(&g, m->t[i].a, m->t[i].ia, m->t[i].b, m->t[i].ib) = m->t[i];
     *m = g;
   }
-  e = va_slot(m, vm2, vm1);
-  if (!e->full) m->n++;
-  *e = (VAEnt){vm2, vm1, r ? r : &va_none_marker, true};
-  return r;
+  PMEnt *e = pm_slot(m, a, ia, b, ib);
+  if (!e->a) m->n++;
+  *e = (PMEnt){a, b, r ? r : &pm_none_marker, ia, ib};
+}
+
+/* View.__add__ is functools.cache'd in tinygrad */
+static const View *view_add_uncached(const View *vm2, const View *vm1);
+const View *view_add(const View *vm2, const View *vm1) {
+  const void *r;
+  if (pmemo_get(PMEMO_VIEW_ADD, vm2, vm2->id, vm1, vm1->id, &r)) return r;
+  const View *v = view_add_uncached(vm2, vm1);
+  pmemo_put(PMEMO_VIEW_ADD, vm2, vm2->id, vm1, vm1->id, v);
+  return v;
 }
 static const View *view_add_uncached(const View *vm2, const View *vm1) {
   if (vm2->contiguous || S_EQI(view_size(vm1), 0)) return vm1;

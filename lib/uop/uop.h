@@ -209,7 +209,7 @@ typedef struct UCtx {
   uint32_t next_id;
   int64_t next_unique;         /* UNIQUE counter for buffers the scheduler creates */
   Options opt;
-  void *memo[4];               /* per-context caches of pure functions, owned by stages: memo[0] lib/shape (View.__add__) */
+  void *memo[4];               /* per-context caches of pure functions, owned by stages: memo[0..1] lib/shape (View.__add__, ShapeTracker.__add__) */
   uint32_t walk_epoch; int walk_depth; /* toposort: the running walk's epoch, how many walks are open */
   void *walk_stack; size_t walk_cap;   /* toposort: the outermost walk's (node, visited) stack, reused */
   const Value *vsmall[132];    /* lib/uop: interned None, False, True and the ints -1..127, once looked up */
