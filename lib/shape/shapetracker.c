@@ -10,8 +10,8 @@
 #include "sops.h"
 
 static const ShapeTracker *st1(const View *v) { return st_intern(1, &v); }
-/* the views of st with the last one replaced (drop 0) or one pushed (drop -1), interned: the probe
- * lives on the stack or in scratch, st_intern copies it when it is new */
+/* the first keep views of st followed by v, interned (keep = nviews - 1 replaces the last view,
+ * keep = nviews pushes one): the probe lives on the stack or in scratch, st_intern copies it when new */
 static const ShapeTracker *st_edit(const ShapeTracker *st, int keep, const View *v) {
   const View *small[16];
   ArenaMark mk = arena_mark(&uctx->scratch);
