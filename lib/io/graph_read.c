@@ -756,6 +756,14 @@ static void verify_multi_axis(RCtx *R, UOp *u) {
   int nd = st ? st_shape(st).n : 0;
   if (u->arg->i < 0 || u->arg->i >= nd) rfail(R, "MULTI axis %lld is not an axis of a %d-dimensional shape", (long long)u->arg->i, nd);
 }
+/* AND/OR/XOR/SHL/SHR take ints or bools (tinygrad's Tensor methods assert it): a float here fails
+ * wherever it goes (Python's operator in constant folding, C's & in a kernel) */
+static void verify_bit_op(RCtx *R, UOp *u) {
+  const DType *d = dt_scalar_of(u->dtype);
+  if (dt_is_int(d) || d == dt_bool) return;
+  pset(R, "dtype");
+  rfail(R, "%s needs an integer or bool dtype, not %s", op_names[u->op], dt_repr(&uctx->scratch, u->dtype));
+}
 /* UOp.st of the row, its failure prefixed with the row */
 static void verify_st(RCtx *R, UOp *u) {
   TgTry t;
@@ -780,6 +788,7 @@ static void verify_rows(RCtx *R, Graph *g) {
     if (u->op != OP_SINK) verify_st(R, u); /* a SINK's sources differ in shape; tinygrad never asks its st */
     if (u->op == OP_REDUCE_AXIS) verify_reduce_axes(R, u);
     if (u->op == OP_MULTI) verify_multi_axis(R, u);
+    if (u->op == OP_AND || u->op == OP_OR || u->op == OP_XOR || u->op == OP_SHL || u->op == OP_SHR) verify_bit_op(R, u);
   }
   /* reach[id]: the node is in the sink's graph and not checked yet (ids are dense per context) */
   ArenaMark mk = arena_mark(&uctx->scratch);

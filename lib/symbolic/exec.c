@@ -111,7 +111,7 @@ Num n_truncate(const DType *dt, Num x) {
   case SC_FLOAT: return n_float((double)(float)n_f(x));
   case SC_DOUBLE: return n_float(n_f(x));
   case SC_CHAR: case SC_UCHAR: case SC_SHORT: case SC_USHORT: case SC_INT: case SC_UINT: case SC_LONG: case SC_ULONG:
-    if (x.k == NK_FLOAT) tg_fail(TG_EINTERNAL, "int expected instead of float (truncate to %s)", dt->name);
+    if (x.k == NK_FLOAT) tg_fail(TG_EINPUT, "the graph folds a float into %s (tinygrad 0.11.0 raises TypeError: int expected instead of float)", dt->name);
     return n_int(wrap_int(x.i, dt->itemsize * 8, !dt_is_unsigned(dt)));
   default: return x;
   }
@@ -142,7 +142,7 @@ static Num safe_pow(Num x, Num y) {
   return n_float(pow(a, b));                                /* OverflowError is not caught by tinygrad; inf here */
 }
 static Num bitop(Op op, Num a, Num b) {
-  if (a.k == NK_FLOAT || b.k == NK_FLOAT) tg_fail(TG_EINTERNAL, "unsupported operand type(s) for %s: float", op_names[op]);
+  if (a.k == NK_FLOAT || b.k == NK_FLOAT) tg_fail(TG_EINPUT, "the graph folds to a %s of a float (tinygrad 0.11.0 raises TypeError: unsupported operand type(s))", op_names[op]);
   i128 r = op == OP_XOR ? (a.i ^ b.i) : op == OP_OR ? (a.i | b.i) : (a.i & b.i);
   return (a.k == NK_BOOL && b.k == NK_BOOL) ? n_bool(r != 0) : n_int(r);
 }

@@ -77,12 +77,12 @@ static i128 i_floordiv(i128 x, i128 y) {
   return q;
 }
 Num n_floordiv(Num x, Num y) {
-  if (!n_truthy(y)) tg_fail(TG_EINTERNAL, "symbolic: integer division or modulo by zero");
+  if (!n_truthy(y)) tg_fail(TG_EINPUT, "the graph folds to an integer division or modulo by zero (tinygrad 0.11.0 raises ZeroDivisionError)");
   if (x.k != NK_FLOAT && y.k != NK_FLOAT) return n_int(i_floordiv(x.i, y.i));
   return n_float(py_fdiv(n_f(x), n_f(y)));
 }
 Num n_pymod(Num x, Num y) {
-  if (!n_truthy(y)) tg_fail(TG_EINTERNAL, "symbolic: integer division or modulo by zero");
+  if (!n_truthy(y)) tg_fail(TG_EINPUT, "the graph folds to an integer division or modulo by zero (tinygrad 0.11.0 raises ZeroDivisionError)");
   if (x.k != NK_FLOAT && y.k != NK_FLOAT) {
     if (y.i == -1) return n_int(0);
     i128 m = x.i % y.i;
@@ -100,15 +100,15 @@ Num n_cdiv(Num x, Num y) {
 }
 Num n_cmod(Num x, Num y) { return n_sub(x, n_mul(n_cdiv(x, y), y)); }
 Num n_shl(Num a, Num b) {
-  if (a.k == NK_FLOAT || b.k == NK_FLOAT) tg_fail(TG_EINTERNAL, "symbolic: << on a float");
-  if (b.i < 0) tg_fail(TG_EINTERNAL, "symbolic: negative shift count");
+  if (a.k == NK_FLOAT || b.k == NK_FLOAT) tg_fail(TG_EINPUT, "the graph folds to a << of a float (tinygrad 0.11.0 raises TypeError: unsupported operand type(s) for <<)");
+  if (b.i < 0) tg_fail(TG_EINPUT, "the graph folds to a shift by a negative count (tinygrad 0.11.0 raises ValueError: negative shift count)");
   if (a.i == 0) return n_int(0);
   if (b.i >= 127) return n_int(a.i > 0 ? I128_MAX : I128_MIN);
   return n_int(i128_sat_mul(a.i, (i128)1 << (int)b.i));
 }
 Num n_shr(Num a, Num b) {
-  if (a.k == NK_FLOAT || b.k == NK_FLOAT) tg_fail(TG_EINTERNAL, "symbolic: >> on a float");
-  if (b.i < 0) tg_fail(TG_EINTERNAL, "symbolic: negative shift count");
+  if (a.k == NK_FLOAT || b.k == NK_FLOAT) tg_fail(TG_EINPUT, "the graph folds to a >> of a float (tinygrad 0.11.0 raises TypeError: unsupported operand type(s) for >>)");
+  if (b.i < 0) tg_fail(TG_EINPUT, "the graph folds to a shift by a negative count (tinygrad 0.11.0 raises ValueError: negative shift count)");
   if (b.i >= 127) return n_int(a.i < 0 ? -1 : 0);
   return n_int(a.i >> (int)b.i);
 }
