@@ -115,6 +115,8 @@ static const char run_help[] =
   "      --opts=LIST        these opts for every kernel (see tgc compile --help)\n"
   "      --repeat=N         after the first run, run the schedule N more times and print the median\n"
   "                         and fastest wall time (kernels compiled and buffers allocated already)\n"
+  "      --profile          time every schedule item over those reruns (at least one) and print a\n"
+  "                         line per item: kernel name, median ms, share, MB of its buffers, GB/s\n"
   "  -h, --help             display this help and exit\n"
   "\n";
 static const char dump_help[] =
@@ -155,7 +157,7 @@ static void print_help(const char *text, bool with_switches) {
 enum {
   O_FUSE_ARANGE = 256, O_FUSE_CONV_BW, O_SPLIT_REDUCEOP, O_RS_THRESHOLD, O_RS_SIZE, O_DONT_REALIZE_EXPAND,
   O_DONT_GROUP_REDUCES, O_MAX_KERNEL_BUFFERS, O_KERNELS, O_MAX_KERNELS, O_JSON, O_INPUT, O_EXPECT, O_STAGE,
-  O_LIST_STAGES, O_VERSION, O_DEPS, O_THREADS, O_REPEAT, O_NOOPT, O_OPTS,
+  O_LIST_STAGES, O_VERSION, O_DEPS, O_THREADS, O_REPEAT, O_PROFILE, O_NOOPT, O_OPTS,
 };
 #define SWITCH_OPTS                                                                                     \
   {"fuse-arange", required_argument, 0, O_FUSE_ARANGE}, {"fuse-conv-bw", required_argument, 0, O_FUSE_CONV_BW}, \
@@ -405,13 +407,26 @@ static int cmd_compile(int argc, char **argv) {
   return 0;
 }
 
+/* --profile: one line per schedule item (median over the reruns), then the sum */
+static void print_profile(const DriverRun *r) {
+  double total = 0;
+  for (int i = 0; i < r->nitems; i++) total += r->item_ms[i];
+  fprintf(stderr, "%5s  %-32s %10s %6s %10s %9s\n", "item", "kernel", "median_ms", "%", "MB", "GB/s");
+  for (int i = 0; i < r->nitems; i++) {
+    double ms = r->item_ms[i], mb = (double)r->item_bytes[i] / 1e6;
+    fprintf(stderr, "%5d  %-32s %10.4f %6.1f %10.3f %9.2f\n", i, r->item_names[i], ms, total > 0 ? 100 * ms / total : 0, mb, ms > 0 ? mb / ms : 0);
+  }
+  fprintf(stderr, "%5s  %-32s %10.4f\n", "", "all items", total);
+}
+
 static int cmd_run(int argc, char **argv) {
   static const struct option lo[] = {{"device", required_argument, 0, 'd'}, {"output", required_argument, 0, 'o'},
                                      {"input", required_argument, 0, O_INPUT}, {"expect", required_argument, 0, O_EXPECT},
                                      {"threads", required_argument, 0, O_THREADS}, {"repeat", required_argument, 0, O_REPEAT},
+                                     {"profile", no_argument, 0, O_PROFILE},
                                      {"noopt", no_argument, 0, O_NOOPT}, {"opts", required_argument, 0, O_OPTS},
                                      {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
-  DriverRunOpts ro = {0, 0};
+  DriverRunOpts ro = {0, 0, false};
   Overrides ov = {{0}, {0}};
   const char *device = NULL, *out = ".", *expect = NULL;
   static DriverInput inputs[256];
@@ -441,6 +456,7 @@ static int cmd_run(int argc, char **argv) {
     case O_EXPECT: expect = optarg; break;
     case O_THREADS: ro.threads = (int)parse_num("threads", optarg, 1, 1024); break;
     case O_REPEAT: ro.repeat = (int)parse_num("repeat", optarg, 0, 1000000); break;
+    case O_PROFILE: ro.profile = true; break;
     case O_NOOPT: case O_OPTS: take_opts(c, optarg); break;
     case 'h': print_help(run_help, true); return 0;
     default: bad_option(c, argv);
@@ -462,6 +478,7 @@ static int cmd_run(int argc, char **argv) {
   driver_write_outputs(r, out, ninputs + 1 + (expect != NULL), input_paths);
   fprintf(stderr, "%d kernels run, %d outputs written to %s in %.1f ms\n", r->nkernels, r->noutputs, out, t1 - t0);
   if (r->nrepeat) fprintf(stderr, "schedule run %d more times: median %.3f ms, fastest %.3f ms\n", r->nrepeat, r->ms_median, r->ms_min);
+  if (r->nitems) print_profile(r);
   if (x) {
     char why[1024];
     if (!driver_compare(r, x, why, sizeof why)) {

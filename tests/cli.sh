@@ -106,6 +106,11 @@ expect 0 "run -d cpu --expect" "$TGC" run "$M" -d cpu -o "$tmp/r" --expect "${M%
 # threads and timing: serial and 2-thread runs both match; --repeat prints the reruns' median
 expect 0 "run --threads 1 --repeat 3" "$TGC" run "$M" -d cpu -o "$tmp/r1" --threads 1 --repeat 3 --expect "${M%.graph.json}.expect.json"
 contains "$tmp/err" "schedule run 3 more times: median" "run --repeat timing"
+# --profile: a line per schedule item (the kernel's name), then their sum; it implies one rerun
+expect 0 "run --profile" "$TGC" run "$M" -d cpu -o "$tmp/rp" --profile --expect "${M%.graph.json}.expect.json"
+contains "$tmp/err" "schedule run 1 more times: median" "run --profile reruns once"
+contains "$tmp/err" "    0  r_64_48_96" "run --profile names the kernel"
+contains "$tmp/err" "all items" "run --profile sums the items"
 expect 0 "run --threads 2" "$TGC" run "$M" -d cpu -o "$tmp/r2" --threads 2 --expect "${M%.graph.json}.expect.json"
 expect 2 "run --threads 0" "$TGC" run "$M" -d cpu --threads 0
 expect 2 "run --repeat x" "$TGC" run "$M" -d cpu --repeat x

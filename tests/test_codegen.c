@@ -155,6 +155,49 @@ Test(codegen, matmul_upcast_unroll) {
   uop_ctx_free(c);
 }
 
+static int count_str(const char *s, const char *what) {
+  int n = 0;
+  for (const char *q = s; (q = strstr(q, what)); q += strlen(what)) n++;
+  return n;
+}
+/* loop fission (render/loops.c): the row sum r_1024_64 of testdata/numeric/row_reductions under
+ * UPCAST:0:4,UNROLL:0:4 keeps four rows in one reduce loop; with simd reductions (an OpenMP build)
+ * it is four loops, one accumulator each, reading scalars the compiler widens; serial C keeps one
+ * loop and its float4 loads. The values are checked by make conformance (testdata/numeric). */
+Test(codegen, fission_row_sums) {
+  UCtx *c = uop_ctx_new();
+  const Program *ps[16];
+  lower_ok("testdata/numeric/row_reductions.expect.json", ps, 16);
+  cr_assert_str_eq(ps[0]->name, "r_1024_64");
+  cr_expect_str_eq(kopt_format(ga(), ps[0]->nopts, ps[0]->opts), "UPCAST:0:4,UNROLL:0:4");
+  RenderBackend omp = render_c_threads(0);
+  char *src = render_kernel(ga(), ps[0], &omp);
+  cr_expect_eq(count_str(src, "#pragma omp simd reduction(+:"), 4, "%s", src);
+  for (int k = 0; k < 4; k++) {
+    char want[64];
+    snprintf(want, sizeof want, "reduction(+:acc%d)\n", k);
+    cr_expect(strstr(src, want) != NULL, "no loop of its own for acc%d:\n%s", k, src);
+  }
+  cr_expect_eq(count_str(src, "for (int ridx"), 5, "%s", src);
+  cr_expect(!strstr(src, "tg_f4 vec"), "%s", src);
+  char *serial = render_kernel(ga(), ps[0], &render_c);
+  cr_expect_eq(count_str(serial, "for (int ridx"), 2, "%s", serial);
+  cr_expect(strstr(serial, "tg_f4 vec") != NULL, "%s", serial);
+  uop_ctx_free(c);
+}
+/* a matmul's accumulators share their loads (the register tile): no fission */
+Test(codegen, no_fission_shared_loads) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());
+  UCtx *c = uop_ctx_new();
+  const Program *ps[4];
+  cr_assert_eq(lower_ok(path, ps, 4), 1);
+  RenderBackend omp = render_c_threads(0);
+  char *src = render_kernel(ga(), ps[0], &omp);
+  cr_expect_eq(count_str(src, "for (int ridx"), 3, "%s", src);
+  uop_ctx_free(c);
+}
+
 /* opts given by hand, and ones that do not apply (tinygrad's KernelOptError checks) */
 Test(codegen, opts_by_hand) {
   char path[1024], why[256];

@@ -212,7 +212,7 @@ const ShapeTracker *concrete_st(const ShapeTracker *st, const VarVals *vv) {
   return st_intern(st->nviews, vs);
 }
 
-static DriverRunOpts run_opts = {1, 0};
+static DriverRunOpts run_opts = {1, 0, false};
 void driver_run_options(DriverRunOpts o) { run_opts = o; }
 static int cpu_threads(void) {
   if (run_opts.threads > 0) return run_opts.threads;
@@ -221,6 +221,25 @@ static int cpu_threads(void) {
 }
 static int run_sched(Runtime *rt, Schedule *s, int dev) {
   return dev == 1 ? rtcl_run_schedule(rt, s) : dev == 2 ? rtcu_run_schedule(rt, s) : rt_run_schedule(rt, s);
+}
+
+/* per item: the median of its reps times (item_ms is reps rows of s->nitems), its name and bytes */
+static void profile_items(Runtime *rt, const Schedule *s, DriverRun *r, const double *item_ms, const Program **prg, int reps) {
+  int ni = s->nitems;
+  r->nitems = ni;
+  r->item_ms = arena_alloc(ga(), sizeof *r->item_ms * (size_t)(ni + 1));
+  r->item_names = arena_alloc(ga(), sizeof *r->item_names * (size_t)(ni + 1));
+  r->item_bytes = arena_alloc(ga(), sizeof *r->item_bytes * (size_t)(ni + 1));
+  double *col = arena_alloc(ga(), sizeof *col * (size_t)reps);
+  for (int i = 0; i < ni; i++) {
+    const SchedItem *si = &s->items[i];
+    for (int k = 0; k < reps; k++) col[k] = item_ms[(size_t)k * (size_t)ni + (size_t)i];
+    r->item_ms[i] = tg_median(col, reps);
+    r->item_names[i] = prg[i] ? prg[i]->name : si->ast->op == OP_COPY ? "copy" : "view";
+    size_t b = 0;
+    for (int j = 0; j < si->nbufs; j++) b += rt_buffer(rt, si->bufs[j].buf, si->bufs[j].shard)->nbytes;
+    r->item_bytes[i] = b;
+  }
 }
 
 /* run s with one of the runtimes: 0 CPU, 1 OpenCL, 2 CUDA */
@@ -259,16 +278,24 @@ static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
       }
       if (got != o->nbytes) tg_fail(TG_EDEVICE, "output %d: read %zu of %zu bytes", i, got, o->nbytes);
     }
-    if (run_opts.repeat > 0) { /* every kernel is compiled and every buffer allocated by now */
-      double *ms = arena_alloc(ga(), sizeof *ms * (size_t)run_opts.repeat);
-      for (int k = 0; k < run_opts.repeat; k++) {
+    int reps = run_opts.profile && run_opts.repeat < 1 ? 1 : run_opts.repeat;
+    if (reps > 0) { /* every kernel is compiled and every buffer allocated by now */
+      double *ms = arena_alloc(ga(), sizeof *ms * (size_t)reps);
+      int ni = s->nitems;
+      double *item_ms = run_opts.profile ? arena_alloc(ga(), sizeof *item_ms * (size_t)reps * (size_t)(ni + 1)) : NULL;
+      const Program **prg = run_opts.profile ? arena_alloc(ga(), sizeof *prg * (size_t)(ni + 1)) : NULL;
+      for (int k = 0; k < reps; k++) {
+        rt->item_ms = item_ms ? item_ms + (size_t)k * (size_t)ni : NULL;
+        rt->item_prg = prg;
         double t0 = tg_now_ms();
         run_sched(rt, s, dev);
         ms[k] = tg_now_ms() - t0;
       }
-      r->nrepeat = run_opts.repeat;
-      r->ms_median = tg_median(ms, run_opts.repeat); /* sorts ms */
+      rt->item_ms = NULL, rt->item_prg = NULL;
+      r->nrepeat = reps;
+      r->ms_median = tg_median(ms, reps); /* sorts ms */
       r->ms_min = ms[0];
+      if (item_ms) profile_items(rt, s, r, item_ms, prg, reps);
     }
     tg_try_end(&t);
   } else {

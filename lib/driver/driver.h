@@ -19,10 +19,14 @@ typedef struct DriverOut { const DType *dtype; int ndim; int64_t shape[32]; void
 typedef struct DriverRun {
   int nkernels; int noutputs; DriverOut *outs;
   int nrepeat; double ms_median, ms_min;  /* with repeat > 0: the timed reruns of the schedule */
+  /* with profile: per schedule item, its median wall time over the reruns, its name (the kernel's,
+   * "copy" or "view") and the bytes of the buffers it names */
+  int nitems; double *item_ms; const char **item_names; size_t *item_bytes;
 } DriverRun;
 /* how `run` executes: threads for CPU kernels (1 serial; 0 all cores), and repeat > 0 reruns the
- * whole schedule that many times after the first run (whose outputs are the ones kept), timing each */
-typedef struct DriverRunOpts { int threads; int repeat; } DriverRunOpts;
+ * whole schedule that many times after the first run (whose outputs are the ones kept), timing each;
+ * profile times each item of those reruns too (at least one rerun) */
+typedef struct DriverRunOpts { int threads; int repeat; bool profile; } DriverRunOpts;
 void driver_run_options(DriverRunOpts o);
 
 /* the schedule of g's sink with g's options (uctx->opt, next_unique past the graph's UNIQUEs) */

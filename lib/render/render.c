@@ -6,7 +6,7 @@
  * Semantics follow tinygrad's CPU (clang) backend: C division and modulo, MAX as (a<b?b:a),
  * casts as C casts, integer results narrower than int cast back to their type, half and
  * bfloat16 rounded after every op. */
-#include "render.h"
+#include "render_int.h"
 #include "../symbolic/symbolic.h"
 #include <math.h>
 #include <stdarg.h>
@@ -291,6 +291,7 @@ typedef struct R {
   Map uses;         /* UOp -> use count (intptr_t) */
   Map usedepth;     /* UOp -> depth of the last user + 1 */
   Map vec;          /* a LOAD in a vector group -> its VLoad */
+  const bool *scalar; /* per instruction: keep its loads scalar (NULL: none) */
   int cnt[8];       /* per name prefix */
 } R;
 /* one lane of a 4-wide vector load: the group's head (its first load in program order) holds the
@@ -526,57 +527,87 @@ RenderBackend render_c_threads(int threads) {
   be.simd = be.parallel != 0;
   return be;
 }
-/* the coefficient of range in the index expression u: 0 when u does not use it, -1 when u is not
- * linear in it (products of it with non-constants, divisions, ...) */
-static int64_t range_coef(UOp *u, UOp *range, int depth) {
-  if (u == range) return 1;
-  if (u->op == OP_CONST || u->op == OP_DEFINE_VAR || depth > 64) return depth > 64 ? -1 : 0;
-  if (u->op == OP_RANGE) return 0;
-  if (u->op == OP_ADD) {
-    int64_t a = range_coef(u->src[0], range, depth + 1), b = range_coef(u->src[1], range, depth + 1);
-    return a < 0 || b < 0 ? -1 : a + b;
+/* loop i can be a simd reduction (see RenderBackend.simd): an innermost loop holding values and
+ * float32/64 ADD updates only, whose loads step by at most 8 elements per iteration (an unrolled
+ * contiguous walk steps by the unroll; a wide stride, like a matmul's column, vectorizes badly and
+ * blocks the compiler's own loop interchange) */
+static bool simd_loop(const Program *p, int i) {
+  UOp *loop = p->inst[i].u;
+  bool any = false;
+  for (int k = i + 1; k < p->ninst; k++) {
+    const LInst *in = &p->inst[k];
+    if (in->kind == LK_ENDLOOP && in->u == loop) return any;
+    if (in->kind == LK_LOOP || in->kind == LK_ACC || in->kind == LK_STORE) return false;
+    if (in->kind == LK_VALUE && in->u->op == OP_LOAD && in->u->src[0]->op == OP_INDEX) {
+      int64_t c = render_range_coef(in->u->src[0]->src[1], loop, 0);
+      if (c < 0 || c > 8) return false;
+    }
+    if (in->kind == LK_ACCUM) {
+      const DType *dt = in->u->dtype;
+      if (in->u->arg->op != OP_ADD || (dt->scalar != SC_FLOAT && dt->scalar != SC_DOUBLE) || dt->count != 1) return false;
+      any = true;
+    }
   }
-  if (u->op == OP_MUL) {
-    int64_t a = range_coef(u->src[0], range, depth + 1), b = range_coef(u->src[1], range, depth + 1);
-    if (a < 0 || b < 0) return -1;
-    if (!a && !b) return 0;
-    UOp *k = a ? u->src[1] : u->src[0];
-    return k->op == OP_CONST && k->arg->kind == V_INT && k->arg->i >= 0 ? (a ? a : b) * k->arg->i : -1;
-  }
-  for (int i = 0; i < u->nsrc; i++) if (range_coef(u->src[i], range, depth + 1) != 0) return -1;
-  return 0;
+  return false;
 }
-/* the accumulators of loop i if it can be a simd reduction (see RenderBackend.simd), else NULL:
- * an innermost loop holding values and float32/64 ADD updates only, whose loads step by at most 8
- * elements per iteration (an unrolled contiguous walk steps by the unroll; a wide stride, like a
- * matmul's column, vectorizes badly and blocks the compiler's own loop interchange) */
+/* the accumulators of loop i, comma-separated, if it is a simd reduction, else NULL */
 static const char *simd_accs(R *r, const Program *p, int i) {
+  if (!simd_loop(p, i)) return NULL;
   UOp *loop = p->inst[i].u;
   const char *names = NULL;
   for (int k = i + 1; k < p->ninst; k++) {
     const LInst *in = &p->inst[k];
-    if (in->kind == LK_ENDLOOP && in->u == loop) return names;
-    if (in->kind == LK_LOOP || in->kind == LK_ACC || in->kind == LK_STORE) return NULL;
-    if (in->kind == LK_VALUE && in->u->op == OP_LOAD && in->u->src[0]->op == OP_INDEX) {
-      int64_t c = range_coef(in->u->src[0]->src[1], loop, 0);
-      if (c < 0 || c > 8) return NULL;
+    if (in->kind == LK_ENDLOOP && in->u == loop) break;
+    if (in->kind != LK_ACCUM) continue;
+    const char *an = map_get(&r->names, in->u, uop_h(in->u), NULL);
+    if (!an) return NULL;
+    if (k > i + 1 && p->inst[k - 1].kind == LK_ACCUM && p->inst[k - 1].u == in->u) continue; /* an unroll's next update */
+    names = names ? arena_printf(r->a, "%s,%s", names, an) : an;
+  }
+  return names;
+}
+/* loop i can be an elementwise simd loop: an innermost loop of at least 16 iterations holding
+ * values and stores only, that walks memory densely by at most 8 elements per iteration (a longer
+ * step, like a fully unrolled row, would be a gather per lane), and whose stored buffers are loaded
+ * only at the index they are stored to (every iteration is then independent of the others) */
+static bool simd_map_loop(const Program *p, int i) {
+  UOp *loop = p->inst[i].u;
+  if (loop->src[0]->op == OP_CONST && loop->src[0]->arg->i < 16) return false;
+  int j = render_loop_end(p, i);
+  bool stores = false;
+  for (int k = i + 1; k < j; k++) {
+    const LInst *in = &p->inst[k];
+    if (in->kind != LK_VALUE && in->kind != LK_STORE) return false;
+    UOp *ix = in->kind == LK_STORE || in->u->op == OP_LOAD ? in->u->src[0] : NULL;
+    if (ix && ix->op == OP_INDEX) {
+      int64_t c = render_range_coef(ix->src[1], loop, 0);
+      if (c < 0 || c > 8) return false;
     }
-    if (in->kind == LK_ACCUM) {
-      const DType *dt = in->u->dtype;
-      if (in->u->arg->op != OP_ADD || (dt->scalar != SC_FLOAT && dt->scalar != SC_DOUBLE) || dt->count != 1) return NULL;
-      const char *an = map_get(&r->names, in->u, uop_h(in->u), NULL);
-      if (!an) return NULL;
-      if (k > i + 1 && p->inst[k - 1].kind == LK_ACCUM && p->inst[k - 1].u == in->u) continue; /* an unroll's next update */
-      names = names ? arena_printf(r->a, "%s,%s", names, an) : an;
+    if (in->kind != LK_STORE) continue;
+    stores = true;
+    UOp *six = in->u->src[0];
+    for (int q = i + 1; q < j; q++) {
+      const LInst *l = &p->inst[q];
+      if (l->kind == LK_VALUE && l->u->op == OP_LOAD && l->u->src[0]->op == OP_INDEX && l->u->src[0]->src[0] == six->src[0] && l->u->src[0] != six)
+        return false;
     }
   }
-  return NULL;
+  return j > i && stores && render_dense(p, i + 1, j, loop, NULL);
 }
-/* a float load's index as base + c (base NULL: a constant index) */
-static void split_const(UOp *idx, UOp **base, int64_t *c) {
-  if (idx->op == OP_CONST && idx->arg->kind == V_INT) { *base = NULL; *c = idx->arg->i; return; }
-  if (idx->op == OP_ADD && idx->src[1]->op == OP_CONST && idx->src[1]->arg->kind == V_INT) { *base = idx->src[0]; *c = idx->src[1]->arg->i; return; }
-  *base = idx; *c = 0;
+/* the instructions inside simd loops that walk memory densely: their loads stay scalar, so the
+ * compiler's vectorizer can widen the loop (it does not widen tg_f4 vectors) */
+static bool *scalar_loads(R *r, const Program *p) {
+  bool *sc = NULL;
+  for (int i = 0; i < p->ninst; i++) {
+    if (p->inst[i].kind != LK_LOOP) continue;
+    bool red = simd_loop(p, i);
+    if (!red && !simd_map_loop(p, i)) continue;
+    int j = render_loop_end(p, i);
+    if (j < 0 || (red && !render_dense(p, i + 1, j, p->inst[i].u, NULL))) continue;
+    if (!sc) sc = arena_alloc(r->a, sizeof(bool) * (size_t)p->ninst);
+    for (int k = i + 1; k < j; k++) sc[k] = true;
+  }
+  return sc;
 }
 /* the float loads of a program by (buffer, base, mask, block, depth, offset) -> instruction, in a
  * small open-addressing table of the render's arena */
@@ -605,7 +636,7 @@ static bool float_load(const LInst *in) {
 static void find_vec_loads(R *r) {
   const Program *p = r->p;
   int nl = 0;
-  for (int i = 0; i < p->ninst; i++) nl += float_load(&p->inst[i]);
+  for (int i = 0; i < p->ninst; i++) nl += float_load(&p->inst[i]) && !(r->scalar && r->scalar[i]);
   if (!nl) return;
   VTab at = {.mask = 15};
   while (at.mask + 1 < (size_t)nl * 2) at.mask = at.mask * 2 + 1;
@@ -615,16 +646,16 @@ static void find_vec_loads(R *r) {
   for (int i = 0, block = 0; i < p->ninst; i++) {
     const LInst *in = &p->inst[i];
     if (in->kind == LK_LOOP || in->kind == LK_ENDLOOP) block++;
-    if (!float_load(in)) continue;
+    if (!float_load(in) || (r->scalar && r->scalar[i])) continue;
     UOp *ix = in->u->src[0];
     key[i] = (VKey){.buf = ix->src[0], .valid = ix->nsrc > 2 ? ix->src[2] : NULL, .block = block, .depth = in->depth};
-    split_const(ix->src[1], &key[i].base, &key[i].c);
+    render_split_const(ix->src[1], &key[i].base, &key[i].c);
     size_t sl = vtab_slot(&at, &key[i]);
     at.k[sl] = key[i]; at.v[sl] = i + 1;
   }
   int ng = 0;
   for (int i = 0; i < p->ninst; i++) {
-    if (!float_load(&p->inst[i])) continue;
+    if (!float_load(&p->inst[i]) || (r->scalar && r->scalar[i])) continue;
     VKey k = key[i];
     k.c--;
     if (vtab_get(&at, k) >= 0) continue;   /* not the start of a run */
@@ -679,12 +710,16 @@ static UOp *parallel_loop(const Program *p) {
 }
 
 char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
+  if (be->simd) p = render_fission(a, p);
   R r = {.a = a, .be = be, .p = p};
   RenderLaunch launch;
   render_launch(p, be, &launch);
   UOp *ploop = be->parallel ? parallel_loop(p) : NULL;
   map_init(&r.names, a); map_init(&r.uses, a); map_init(&r.usedepth, a); map_init(&r.vec, a);
-  if (be->vec4) find_vec_loads(&r);
+  if (be->vec4) {
+    if (be->simd) r.scalar = scalar_loads(&r, p);
+    find_vec_loads(&r);
+  }
   for (int i = 0; i < p->ninst; i++) {
     const LInst *in = &p->inst[i];
     UOp *u = in->u;
@@ -742,6 +777,7 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       } else if (be->simd) {
         const char *accs = simd_accs(&r, p, i);
         if (accs) { sb_printf(&b, "#pragma omp simd reduction(+:%s)\n", accs); sb_indent(&b, d); }
+        else if (simd_map_loop(p, i)) { sb_str(&b, "#pragma omp simd\n"); sb_indent(&b, d); }
       }
       sb_printf(&b, "for (int %s = 0; %s < %s; %s++) {\n", rn, rn, nm(&r, u->src[0]), rn);
       break;

@@ -151,7 +151,7 @@ static CuKernel *cu_build(Runtime *rt, UOp *ast) {
   return k;
 }
 
-static void cu_run_kernel(Runtime *rt, const SchedItem *si) {
+static const Program *cu_run_kernel(Runtime *rt, const SchedItem *si) {
   UOp *ast = si->ast;
   CuKernel *k = map_get(&rt->kernels, ast, uop_h(ast), NULL);
   if (!k) { k = cu_build(rt, ast); map_put(&rt->kernels, ast, uop_h(ast), k); }
@@ -189,15 +189,10 @@ static void cu_run_kernel(Runtime *rt, const SchedItem *si) {
     for (int j = 0; j < i; j++) if (mem[j] == mem[i]) first = false;
     if (first) cu.MemFree(mem[i]);
   }
+  return p;
 }
 
 int rtcu_run_schedule(Runtime *rt, const Schedule *s) {
   if (!cu_open()) tg_fail(TG_EDEVICE, "%s", cu.why);
-  int n = 0;
-  for (int i = 0; i < s->nitems; i++) {
-    const SchedItem *si = &s->items[i];
-    if (si->ast->op == OP_SINK) { cu_run_kernel(rt, si); n++; }
-    else rt_run_item(rt, si);
-  }
-  return n;
+  return rt_run_items(rt, s, cu_run_kernel);
 }

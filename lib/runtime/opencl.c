@@ -97,7 +97,7 @@ static ClKernel *cl_build(Runtime *rt, UOp *ast) {
   return k;
 }
 
-static void cl_run_kernel(Runtime *rt, const SchedItem *si) {
+static const Program *cl_run_kernel(Runtime *rt, const SchedItem *si) {
   UOp *ast = si->ast;
   ClKernel *k = map_get(&rt->kernels, ast, uop_h(ast), NULL);
   if (!k) { k = cl_build(rt, ast); map_put(&rt->kernels, ast, uop_h(ast), k); }
@@ -138,15 +138,10 @@ static void cl_run_kernel(Runtime *rt, const SchedItem *si) {
     for (int j = 0; j < i; j++) if (mem[j] == mem[i]) first = false;
     if (first) cl.ReleaseMemObject(mem[i]);
   }
+  return p;
 }
 
 int rtcl_run_schedule(Runtime *rt, const Schedule *s) {
   if (!cl_open()) tg_fail(TG_EDEVICE, "%s", cl.why);
-  int n = 0;
-  for (int i = 0; i < s->nitems; i++) {
-    const SchedItem *si = &s->items[i];
-    if (si->ast->op == OP_SINK) { cl_run_kernel(rt, si); n++; }
-    else rt_run_item(rt, si);
-  }
-  return n;
+  return rt_run_items(rt, s, cl_run_kernel);
 }

@@ -262,6 +262,27 @@ int64_t rt_var(const Runtime *rt, const SchedItem *si, const Program *p, const c
 }
 
 /* ---------------------------------------------------------------- running */
+/* run a kernel item on the CPU: compile (or load) it on first use, bind buffers and variables */
+static const Program *cpu_run_kernel(Runtime *rt, const SchedItem *si) {
+  UOp *ast = si->ast;
+  RtKernel *k = map_get(&rt->kernels, ast, uop_h(ast), NULL);
+  if (!k) {
+    k = rt_compile(rt, lower_kernel(ast, &rt->names));
+    map_put(&rt->kernels, ast, uop_h(ast), k);
+  }
+  const Program *p = k->prg;
+  void **bufs = arena_alloc(rt->a, sizeof(void *) * (size_t)(p->nglobals + 1));
+  long long *vars = arena_alloc(rt->a, sizeof(long long) * (size_t)(p->nvars + 1));
+  for (int i = 0; i < p->nglobals; i++) {
+    int slot = (int)p->globals[i].u->arg->i;
+    if (slot < 0 || slot >= si->nbufs) tg_fail(TG_EINPUT, "kernel %s: DEFINE_GLOBAL %d but the item has %d buffers", p->name, slot, si->nbufs);
+    bufs[i] = rt_buffer(rt, si->bufs[slot].buf, si->bufs[slot].shard)->data;
+  }
+  for (int i = 0; i < p->nvars; i++) vars[i] = rt_var(rt, si, p, p->vars[i]->arg->items[0]->s);
+  k->entry(bufs, vars);
+  return p;
+}
+
 void rt_run_item(Runtime *rt, const SchedItem *si) {
   UOp *ast = si->ast;
   if (ast->op == OP_BUFFER_VIEW) {
@@ -278,31 +299,22 @@ void rt_run_item(Runtime *rt, const SchedItem *si) {
     if (d->data != s->data) memmove(d->data, s->data, d->nbytes < s->nbytes ? d->nbytes : s->nbytes);
     return;
   }
-  RtKernel *k = map_get(&rt->kernels, ast, uop_h(ast), NULL);
-  if (!k) {
-    k = rt_compile(rt, lower_kernel(ast, &rt->names));
-    map_put(&rt->kernels, ast, uop_h(ast), k);
-  }
-  const Program *p = k->prg;
-  void **bufs = arena_alloc(rt->a, sizeof(void *) * (size_t)(p->nglobals + 1));
-  long long *vars = arena_alloc(rt->a, sizeof(long long) * (size_t)(p->nvars + 1));
-  for (int i = 0; i < p->nglobals; i++) {
-    int slot = (int)p->globals[i].u->arg->i;
-    if (slot < 0 || slot >= si->nbufs) tg_fail(TG_EINPUT, "kernel %s: DEFINE_GLOBAL %d but the item has %d buffers", p->name, slot, si->nbufs);
-    bufs[i] = rt_buffer(rt, si->bufs[slot].buf, si->bufs[slot].shard)->data;
-  }
-  for (int i = 0; i < p->nvars; i++) vars[i] = rt_var(rt, si, p, p->vars[i]->arg->items[0]->s);
-  k->entry(bufs, vars);
+  cpu_run_kernel(rt, si);
 }
 
-int rt_run_schedule(Runtime *rt, const Schedule *s) {
+int rt_run_items(Runtime *rt, const Schedule *s, RtKernelFn run_kernel) {
   int n = 0;
   for (int i = 0; i < s->nitems; i++) {
-    rt_run_item(rt, &s->items[i]);
-    n += s->items[i].ast->op == OP_SINK;
+    const SchedItem *si = &s->items[i];
+    double t0 = rt->item_ms ? tg_now_ms() : 0;
+    const Program *p = NULL;
+    if (si->ast->op == OP_SINK) p = run_kernel(rt, si), n++;
+    else rt_run_item(rt, si);
+    if (rt->item_ms) rt->item_ms[i] = tg_now_ms() - t0, rt->item_prg[i] = p;
   }
   return n;
 }
+int rt_run_schedule(Runtime *rt, const Schedule *s) { return rt_run_items(rt, s, cpu_run_kernel); }
 
 /* ---------------------------------------------------------------- reading values */
 /* MULTI(x, axis): the shards of x laid side by side along axis (all equal when axis is None) */

@@ -26,6 +26,8 @@ typedef struct Runtime {
   int ncompiled, ncached;   /* compiler runs / cache hits, for tests and -v */
   int nvars; UOp *const *vars; const int64_t *vals; /* the schedule's variable values (symbolic BUFFER_VIEWs) */
   PtrVec handles, owned;
+  double *item_ms;          /* profiling: when set, each item's wall time (ms) by item index ... */
+  const Program **item_prg; /* ... and the Program a kernel item ran (NULL for COPY/BUFFER_VIEW) */
 } Runtime;
 
 Runtime *rt_new(const Graph *g);                 /* in the current context; g may be NULL */
@@ -43,9 +45,14 @@ int64_t rt_var(const Runtime *rt, const SchedItem *si, const Program *p, const c
 /* the same lookup without a Runtime: the item's var_vals, else the n schedule-wide (vars, vals)
  * DEFINE_VAR values; false when neither binds name (the bundle and host programs use it) */
 bool rt_item_var(const SchedItem *si, int n, UOp *const *vars, const int64_t *vals, const char *name, int64_t *out);
-/* run one schedule item (SINK kernel, COPY, BUFFER_VIEW) */
+/* run one schedule item (SINK kernel, COPY, BUFFER_VIEW) on the CPU */
 void rt_run_item(Runtime *rt, const SchedItem *si);
-/* run every item of a schedule in order; returns the number of kernels run */
+/* how a device runs one kernel item; returns the Program it ran */
+typedef const Program *(*RtKernelFn)(Runtime *rt, const SchedItem *si);
+/* run every item of s in order: kernels through run_kernel, COPY and BUFFER_VIEW on the host
+ * buffers (rt_run_item), timing each into rt->item_ms when set; returns the number of kernels run */
+int rt_run_items(Runtime *rt, const Schedule *s, RtKernelFn run_kernel);
+/* rt_run_items with the CPU's kernels */
 int rt_run_schedule(Runtime *rt, const Schedule *s);
 /* v as one element of dtype dt, little-endian (half/bfloat16 rounded as tinygrad), into out */
 void rt_const_bytes(const DType *dt, const Value *v, unsigned char *out);

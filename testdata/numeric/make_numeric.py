@@ -34,3 +34,12 @@ for dt, name in ((dtypes.float32, "f32"), (dtypes.float64, "f64")):
   x = Tensor(special + sweep, dtype=dt).realize()
   y = Tensor(special + pos, dtype=dt).realize()
   case(f"transcendental_{name}", [x.exp2(), y.log2(), (x * 0.25).exp(), y.log(), y.pow(x[:len(special) + len(pos)] * 0.01), x.sigmoid()])
+
+# row_reductions: row sums, softmax and layernorm over 1024 rows of 64, under tinygrad's UPCAST:0:4
+# + UNROLL:0:4 (four rows per loop body): tgc's C backend splits such a loop into one loop per row
+# (render/loops.c fission) and lets the compiler vectorize each; the values must still match
+import numpy as np
+rng = np.random.default_rng(7)
+xr = Tensor(rng.standard_normal((1024, 64), dtype=np.float32)).realize()
+case("row_reductions", [xr.sum(axis=1), (xr * xr).mean(axis=1), xr.exp().sum(axis=1) + 1, xr.logsumexp(-1),
+                        (xr.softmax(-1) * xr).sum(axis=1), xr.layernorm().max(axis=1)])

@@ -1,0 +1,231 @@
+/* loops.c: the C backend's loop shaping (RenderBackend.simd), done on the Program before printing.
+ *
+ * The loops tinygrad's opts leave are written for a GPU-like target: an UPCAST of an output axis
+ * keeps k accumulators (or k stores) in one loop body, each reading its own row. On a CPU the
+ * compiler's loop vectorizer widens a loop only when each memory access is a plain scalar one
+ * that walks memory densely; a body that reads four rows 1 KB apart, four floats at a time, is
+ * left to 4-wide straight-line code and the hardware prefetchers see short strided runs.
+ *
+ * dense        a loop's loads (and stores) walk memory densely: for every (buffer, base, mask)
+ *              the constant offsets a body reads form one run as long as the index advances per
+ *              iteration (base+0..3 with a step of 4), or the index does not move with the loop.
+ * fission      an innermost reduce loop whose float-sum accumulators fall into independent groups
+ *              (no load or loaded value shared between groups: index arithmetic is copied into
+ *              each) becomes one loop per group, in the order the groups first update, when every
+ *              group is dense on its own. Each accumulator still sees its values in the same order;
+ *              the loop is then a simd reduction the compiler vectorizes at the machine's width.
+ * Loops that are dense and get an `omp simd` pragma read scalars rather than tg_f4 vectors (the
+ * vectorizer does not widen vector types). */
+#include "render_int.h"
+#include <string.h>
+
+int64_t render_range_coef(UOp *u, UOp *range, int depth) {
+  if (u == range) return 1;
+  if (u->op == OP_CONST || u->op == OP_DEFINE_VAR || depth > 64) return depth > 64 ? -1 : 0;
+  if (u->op == OP_RANGE) return 0;
+  if (u->op == OP_ADD) {
+    int64_t a = render_range_coef(u->src[0], range, depth + 1), b = render_range_coef(u->src[1], range, depth + 1);
+    return a < 0 || b < 0 ? -1 : a + b;
+  }
+  if (u->op == OP_MUL) {
+    int64_t a = render_range_coef(u->src[0], range, depth + 1), b = render_range_coef(u->src[1], range, depth + 1);
+    if (a < 0 || b < 0) return -1;
+    if (!a && !b) return 0;
+    UOp *k = a ? u->src[1] : u->src[0];
+    return k->op == OP_CONST && k->arg->kind == V_INT && k->arg->i >= 0 ? (a ? a : b) * k->arg->i : -1;
+  }
+  for (int i = 0; i < u->nsrc; i++) if (render_range_coef(u->src[i], range, depth + 1) != 0) return -1;
+  return 0;
+}
+
+void render_split_const(UOp *idx, UOp **base, int64_t *c) {
+  if (idx->op == OP_CONST && idx->arg->kind == V_INT) { *base = NULL; *c = idx->arg->i; return; }
+  if (idx->op == OP_ADD && idx->src[1]->op == OP_CONST && idx->src[1]->arg->kind == V_INT) { *base = idx->src[0]; *c = idx->src[1]->arg->i; return; }
+  *base = idx; *c = 0;
+}
+
+int render_loop_end(const Program *p, int i) {
+  for (int k = i + 1; k < p->ninst; k++)
+    if (p->inst[k].kind == LK_ENDLOOP && p->inst[k].u == p->inst[i].u && p->inst[k].depth == p->inst[i].depth) return k;
+  return -1;
+}
+
+/* the INDEX a LOAD or STORE instruction goes through (NULL: none) */
+static UOp *mem_index(const LInst *in) {
+  if (in->kind == LK_VALUE && in->u->op == OP_LOAD && in->u->src[0]->op == OP_INDEX) return in->u->src[0];
+  if (in->kind == LK_STORE && in->u->src[0]->op == OP_INDEX) return in->u->src[0];
+  return NULL;
+}
+
+/* one memory stream of a loop body: (buffer, base, mask, step) and the constant offsets seen */
+typedef struct Stream { UOp *buf, *base, *valid; int64_t step, lo, hi; int n; } Stream;
+
+bool render_dense(const Program *p, int lo, int hi, UOp *loop, const bool *only) {
+  Stream st[64];
+  int ns = 0;
+  for (int k = lo; k < hi; k++) {
+    if (only && !only[k - lo]) continue;
+    UOp *ix = mem_index(&p->inst[k]);
+    if (!ix) continue;
+    int64_t step = render_range_coef(ix->src[1], loop, 0), c;
+    if (step < 0) return false;
+    if (step == 0) continue;   /* loop-invariant */
+    UOp *base;
+    render_split_const(ix->src[1], &base, &c);
+    UOp *valid = ix->nsrc > 2 ? ix->src[2] : NULL;
+    int s = 0;
+    while (s < ns && !(st[s].buf == ix->src[0] && st[s].base == base && st[s].valid == valid && st[s].step == step)) s++;
+    if (s == ns) {
+      if (ns == (int)(sizeof st / sizeof *st)) return false;
+      st[ns++] = (Stream){ix->src[0], base, valid, step, c, c, 0};
+    }
+    if (c < st[s].lo) st[s].lo = c;
+    if (c > st[s].hi) st[s].hi = c;
+    st[s].n++;
+  }
+  /* distinct offsets (interned UOps: one instruction per offset) covering exactly one step */
+  for (int s = 0; s < ns; s++)
+    if (st[s].n != st[s].step || st[s].hi - st[s].lo + 1 != st[s].step) return false;
+  return true;
+}
+
+/* ---------------------------------------------------------------- fission */
+typedef struct Body {
+  const Program *p;
+  int lo, n;          /* instructions p->inst[lo..lo+n) */
+  Map def;            /* UOp -> body position + 1 of the LK_VALUE that defines it */
+  bool *heavy;        /* a load, an update, or a value computed from a load */
+  int *parent;        /* union-find over body positions */
+} Body;
+
+static int uf_find(int *parent, int x) {
+  while (parent[x] != x) x = parent[x] = parent[parent[x]];
+  return x;
+}
+static void uf_union(int *parent, int a, int b) {
+  a = uf_find(parent, a), b = uf_find(parent, b);
+  if (a != b) parent[a < b ? b : a] = a < b ? a : b;
+}
+/* the operands of a body instruction (through an INDEX: its index and mask), into ops; returns n */
+static int operands(const LInst *in, UOp **ops) {
+  int n = 0;
+  if (in->kind == LK_ACCUM) { ops[n++] = in->aux; return n; }
+  for (int k = 0; k < in->u->nsrc && n < 8; k++) {
+    UOp *s = in->u->src[k];
+    if (s->op == OP_INDEX) { for (int j = 1; j < s->nsrc && n < 8; j++) ops[n++] = s->src[j]; }
+    else ops[n++] = s;
+  }
+  return n;
+}
+static int def_pos(Body *b, UOp *u) { return (int)(intptr_t)map_get(&b->def, u, uop_h(u), NULL) - 1; }
+
+/* the groups of loop [i, j) as group numbers per body position (-1: index arithmetic, copied),
+ * or 0 groups when the loop is not a fission candidate */
+static int fission_groups(Arena *a, const Program *p, int i, int j, int **group_out) {
+  Body b = {.p = p, .lo = i + 1, .n = j - i - 1};
+  if (b.n < 2) return 0;
+  map_init(&b.def, a);
+  b.heavy = arena_alloc(a, sizeof(bool) * (size_t)b.n);
+  b.parent = arena_alloc(a, sizeof(int) * (size_t)b.n);
+  int *group = arena_alloc(a, sizeof(int) * (size_t)b.n);
+  for (int k = 0; k < b.n; k++) {
+    const LInst *in = &p->inst[b.lo + k];
+    if (in->kind != LK_VALUE && in->kind != LK_ACCUM) return 0;   /* a nested loop, accumulator or store */
+    if (in->kind == LK_ACCUM) {
+      const DType *dt = in->u->dtype;
+      if (in->u->arg->op != OP_ADD || (dt->scalar != SC_FLOAT && dt->scalar != SC_DOUBLE) || dt->count != 1) return 0;
+    }
+    b.parent[k] = k;
+    UOp *ops[8];
+    int no = operands(in, ops);
+    b.heavy[k] = in->kind == LK_ACCUM || in->u->op == OP_LOAD;
+    for (int q = 0; q < no; q++) {
+      int d = def_pos(&b, ops[q]);
+      if (d >= 0 && b.heavy[d]) { b.heavy[k] = true; uf_union(b.parent, k, d); }
+    }
+    if (in->kind == LK_VALUE) map_put(&b.def, in->u, uop_h(in->u), (void *)(intptr_t)(k + 1));
+  }
+  /* every update of one accumulator is in its group */
+  for (int k = 0; k < b.n; k++)
+    for (int q = k + 1; q < b.n; q++)
+      if (p->inst[b.lo + k].kind == LK_ACCUM && p->inst[b.lo + q].kind == LK_ACCUM && p->inst[b.lo + k].u == p->inst[b.lo + q].u)
+        uf_union(b.parent, k, q);
+  /* number the groups by their first update; a heavy value no update uses (none expected) stops it */
+  int ng = 0;
+  int *num = arena_alloc(a, sizeof(int) * (size_t)b.n);
+  for (int k = 0; k < b.n; k++) num[k] = -1;
+  for (int k = 0; k < b.n; k++)
+    if (p->inst[b.lo + k].kind == LK_ACCUM && num[uf_find(b.parent, k)] < 0) num[uf_find(b.parent, k)] = ng++;
+  for (int k = 0; k < b.n; k++) {
+    group[k] = b.heavy[k] ? num[uf_find(b.parent, k)] : -1;
+    if (b.heavy[k] && group[k] < 0) return 0;
+  }
+  *group_out = group;
+  return ng;
+}
+
+/* which body positions group g needs: its own instructions and the index arithmetic they use */
+static void group_members(Arena *a, const Program *p, int lo, int n, const int *group, int g, bool *in_g) {
+  Map def;
+  map_init(&def, a);
+  for (int k = 0; k < n; k++) {
+    const LInst *in = &p->inst[lo + k];
+    in_g[k] = group[k] == g;
+    if (in->kind == LK_VALUE) map_put(&def, in->u, uop_h(in->u), (void *)(intptr_t)(k + 1));
+  }
+  for (int k = n - 1; k >= 0; k--) {
+    if (!in_g[k]) continue;
+    UOp *ops[8];
+    int no = operands(&p->inst[lo + k], ops);
+    for (int q = 0; q < no; q++) {
+      int d = (int)(intptr_t)map_get(&def, ops[q], uop_h(ops[q]), NULL) - 1;
+      if (d >= 0 && group[d] < 0) in_g[d] = true;
+    }
+  }
+}
+
+const Program *render_fission(Arena *a, const Program *p) {
+  /* a fissioned loop grows the program by its copies of the loop and of the index arithmetic */
+  bool changed = false;
+  LInst *buf = NULL;
+  int nout = 0, cap = 0;
+  for (int i = 0; i < p->ninst; i++) {
+    const LInst *in = &p->inst[i];
+    int j = in->kind == LK_LOOP ? render_loop_end(p, i) : -1;
+    int *group = NULL;
+    int ng = j > i ? fission_groups(a, p, i, j, &group) : 0;
+    bool *in_g = NULL;
+    bool ok = ng >= 2;
+    int lo = i + 1, n = j - i - 1;
+    if (ok) {
+      in_g = arena_alloc(a, sizeof(bool) * (size_t)n * (size_t)ng);
+      for (int g = 0; g < ng && ok; g++) {
+        group_members(a, p, lo, n, group, g, in_g + (size_t)g * (size_t)n);
+        ok = render_dense(p, lo, j, in->u, in_g + (size_t)g * (size_t)n);
+      }
+    }
+    int need = nout + (ok ? ng * (n + 2) : 1);
+    if (need > cap) {
+      int nc = cap ? cap : p->ninst + 16;
+      while (nc < need) nc *= 2;
+      LInst *nb = arena_alloc(a, sizeof(LInst) * (size_t)nc);
+      if (nout) memcpy(nb, buf, sizeof(LInst) * (size_t)nout);
+      buf = nb, cap = nc;
+    }
+    if (!ok) { buf[nout++] = *in; continue; }
+    for (int g = 0; g < ng; g++) {
+      const bool *m = in_g + (size_t)g * (size_t)n;
+      buf[nout++] = *in;
+      for (int k = 0; k < n; k++) if (m[k]) buf[nout++] = p->inst[lo + k];
+      buf[nout++] = p->inst[j];
+    }
+    i = j;
+    changed = true;
+  }
+  if (!changed) return p;
+  Program *q = arena_alloc(a, sizeof *q);
+  *q = *p;
+  q->inst = buf;
+  q->ninst = nout;
+  return q;
+}

@@ -1,0 +1,21 @@
+/* render_int.h: what render.c and loops.c share (not part of the render stage's interface). */
+#ifndef TGC_RENDER_INT_H
+#define TGC_RENDER_INT_H
+#include "render.h"
+
+/* the coefficient of range in the index expression u: 0 when u does not use it, -1 when u is not
+ * linear in it (products of it with non-constants, divisions, ...) */
+int64_t render_range_coef(UOp *u, UOp *range, int depth);
+/* an index as base + c (base NULL: a constant index) */
+void render_split_const(UOp *idx, UOp **base, int64_t *c);
+/* the ENDLOOP instruction closing the LOOP at instruction i (-1: none) */
+int render_loop_end(const Program *p, int i);
+/* the memory accesses of instructions [lo, hi) (those with only[k - lo] set, when only is given)
+ * walk memory densely in loop: per (buffer, base, mask) the constant offsets form one run exactly
+ * as long as the index's step per iteration, or the index does not move with the loop */
+bool render_dense(const Program *p, int lo, int hi, UOp *loop, const bool *only);
+/* p with every innermost float-sum loop whose accumulators form independent dense groups split
+ * into one loop per group (p itself when none is) */
+const Program *render_fission(Arena *a, const Program *p);
+
+#endif
