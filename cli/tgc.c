@@ -96,6 +96,8 @@ static const char compile_help[] =
   "                       as OMP_NUM_THREADS or the cores at run time; default 1, no OpenMP)\n"
   "      --noopt          no kernel opts (tinygrad's NOOPT=1 loops); default: tinygrad's\n"
   "                       hand_coded_optimizations (UPCAST, UNROLL) per kernel\n"
+  "      --beam=N         -t c: choose each kernel's opts by timing them on this CPU (tinygrad's BEAM\n"
+  "                       search of width N over UPCAST and UNROLL, cached on disk)\n"
   "      --opts=LIST      these opts for every kernel, e.g. UPCAST:0:4,UPCAST:1:4,UNROLL:0:4 (tinygrad's\n"
   "                       Opt(op, axis, arg); exit 3 when one does not apply to a kernel)\n"
   "  -h, --help           display this help and exit\n"
@@ -115,6 +117,8 @@ static const char run_help[] =
   "      --opts=LIST        these opts for every kernel (see tgc compile --help)\n"
   "      --repeat=N         after the first run, run the schedule N more times and print the median\n"
   "                         and fastest wall time (kernels compiled and buffers allocated already)\n"
+  "      --beam=N           choose each CPU kernel's opts by timing them: tinygrad's BEAM search of\n"
+  "                         width N over UPCAST and UNROLL, cached on disk (a second run is instant)\n"
   "      --profile          time every schedule item over those reruns (at least one) and print a\n"
   "                         line per item: kernel name, median ms, share, MB of its buffers, GB/s\n"
   "  -h, --help             display this help and exit\n"
@@ -157,7 +161,7 @@ static void print_help(const char *text, bool with_switches) {
 enum {
   O_FUSE_ARANGE = 256, O_FUSE_CONV_BW, O_SPLIT_REDUCEOP, O_RS_THRESHOLD, O_RS_SIZE, O_DONT_REALIZE_EXPAND,
   O_DONT_GROUP_REDUCES, O_MAX_KERNEL_BUFFERS, O_KERNELS, O_MAX_KERNELS, O_JSON, O_INPUT, O_EXPECT, O_STAGE,
-  O_LIST_STAGES, O_VERSION, O_DEPS, O_THREADS, O_REPEAT, O_PROFILE, O_NOOPT, O_OPTS,
+  O_LIST_STAGES, O_VERSION, O_DEPS, O_THREADS, O_REPEAT, O_PROFILE, O_BEAM, O_NOOPT, O_OPTS,
 };
 #define SWITCH_OPTS                                                                                     \
   {"fuse-arange", required_argument, 0, O_FUSE_ARANGE}, {"fuse-conv-bw", required_argument, 0, O_FUSE_CONV_BW}, \
@@ -374,10 +378,12 @@ static int cmd_compile(int argc, char **argv) {
   static const struct option lo[] = {{"target", required_argument, 0, 't'}, {"output", required_argument, 0, 'o'},
                                      {"deps", no_argument, 0, O_DEPS}, {"threads", required_argument, 0, O_THREADS},
                                      {"noopt", no_argument, 0, O_NOOPT}, {"opts", required_argument, 0, O_OPTS},
+                                     {"beam", required_argument, 0, O_BEAM},
                                      {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
   Overrides ov = {{0}, {0}};
   const char *target = NULL, *out = NULL;
-  bool deps = false;
+  bool deps = false, opts_given = false;
+  int beam = 0;
   for (int i = 1; i < argc; i++) if (strcmp(argv[i], "-MD") == 0) argv[i] = "--deps"; /* cc's spelling */
   int c;
   while ((c = getopt_long(argc, argv, ":t:o:h", lo, NULL)) != -1) {
@@ -390,7 +396,8 @@ static int cmd_compile(int argc, char **argv) {
     case 'o': out = optarg; break;
     case O_DEPS: deps = true; break;
     case O_THREADS: driver_compile_threads((int)parse_num("threads", optarg, 0, 1024)); break;
-    case O_NOOPT: case O_OPTS: take_opts(c, optarg); break;
+    case O_NOOPT: case O_OPTS: take_opts(c, optarg); opts_given = true; break;
+    case O_BEAM: beam = (int)parse_num("beam", optarg, 0, 64); break;
     case 'h': print_help(compile_help, true); return 0;
     default: bad_option(c, argv);
     }
@@ -398,6 +405,9 @@ static int cmd_compile(int argc, char **argv) {
   const char *path = need_graph(argc, argv);
   if (!target) misuse("-t c|opencl|cuda is required");
   if (!out) misuse("-o DIR is required");
+  if (beam && strcmp(target, "c")) misuse("--beam times kernels on this CPU: -t c only");
+  if (beam && opts_given) misuse("--beam chooses the opts: not with --noopt or --opts");
+  driver_compile_beam(beam, stderr);
   Graph *g = read_graph(path, &ov);
   double t0 = tg_now_ms();
   Schedule *s = driver_schedule(g);
@@ -423,15 +433,16 @@ static int cmd_run(int argc, char **argv) {
   static const struct option lo[] = {{"device", required_argument, 0, 'd'}, {"output", required_argument, 0, 'o'},
                                      {"input", required_argument, 0, O_INPUT}, {"expect", required_argument, 0, O_EXPECT},
                                      {"threads", required_argument, 0, O_THREADS}, {"repeat", required_argument, 0, O_REPEAT},
-                                     {"profile", no_argument, 0, O_PROFILE},
+                                     {"profile", no_argument, 0, O_PROFILE}, {"beam", required_argument, 0, O_BEAM},
                                      {"noopt", no_argument, 0, O_NOOPT}, {"opts", required_argument, 0, O_OPTS},
                                      {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
-  DriverRunOpts ro = {0, 0, false};
+  DriverRunOpts ro = {0, 0, false, 0, stderr};
   Overrides ov = {{0}, {0}};
   const char *device = NULL, *out = ".", *expect = NULL;
   static DriverInput inputs[256];
   static const char *input_paths[256 + 2]; /* the --input files, then the graph and expect files */
   int ninputs = 0;
+  bool opts_given = false;
   int c;
   while ((c = getopt_long(argc, argv, ":d:o:h", lo, NULL)) != -1) {
     if (take_switch(c, &ov)) continue;
@@ -457,13 +468,16 @@ static int cmd_run(int argc, char **argv) {
     case O_THREADS: ro.threads = (int)parse_num("threads", optarg, 1, 1024); break;
     case O_REPEAT: ro.repeat = (int)parse_num("repeat", optarg, 0, 1000000); break;
     case O_PROFILE: ro.profile = true; break;
-    case O_NOOPT: case O_OPTS: take_opts(c, optarg); break;
+    case O_BEAM: ro.beam = (int)parse_num("beam", optarg, 0, 64); break;
+    case O_NOOPT: case O_OPTS: take_opts(c, optarg); opts_given = true; break;
     case 'h': print_help(run_help, true); return 0;
     default: bad_option(c, argv);
     }
   }
   const char *path = need_graph(argc, argv);
   if (!device) misuse("-d cpu|opencl|cuda is required");
+  if (ro.beam && strcmp(device, "cpu")) misuse("--beam times kernels on the CPU: -d cpu only");
+  if (ro.beam && opts_given) misuse("--beam chooses the opts: not with --noopt or --opts");
   Graph *g = read_graph(path, &ov);
   Expect *x = expect ? expect_read_file(expect) : NULL;
   driver_run_options(ro);

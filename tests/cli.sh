@@ -112,6 +112,20 @@ contains "$tmp/err" "schedule run 1 more times: median" "run --profile reruns on
 contains "$tmp/err" "    0  r_64_48_96" "run --profile names the kernel"
 contains "$tmp/err" "all items" "run --profile sums the items"
 expect 0 "run --threads 2" "$TGC" run "$M" -d cpu -o "$tmp/r2" --threads 2 --expect "${M%.graph.json}.expect.json"
+# --beam: the search reports its pick, the second run reads it from the cache (no report), the
+# bundle gets the same opts; --beam is CPU-only and not with --opts/--noopt
+export XDG_CACHE_HOME="$tmp/cache"
+expect 0 "run --beam 2" "$TGC" run "$M" -d cpu -o "$tmp/rb" --beam 2 --expect "${M%.graph.json}.expect.json"
+contains "$tmp/err" "beam 2: r_64_48_96: UPCAST" "run --beam reports the search"
+beam_opts=$(sed -n 's/^beam 2: r_64_48_96: \([^ ]*\) .*/\1/p' "$tmp/err")
+expect 0 "run --beam 2 again" "$TGC" run "$M" -d cpu -o "$tmp/rb2" --beam 2 --expect "${M%.graph.json}.expect.json"
+if grep -q "^beam" "$tmp/err"; then bad "a second --beam run searched again"; else ok; fi
+expect 0 "compile --beam 2" "$TGC" compile "$M" -t c -o "$tmp/cb" --beam 2 --threads 0
+contains "$tmp"/cb/r_64_48_96*.c "/* opts: $beam_opts */" "compile --beam uses the cached pick"
+unset XDG_CACHE_HOME
+expect 2 "run --beam on opencl" "$TGC" run "$M" -d opencl --beam 2
+expect 2 "run --beam with --opts" "$TGC" run "$M" -d cpu --beam 2 --opts UPCAST:0:4
+expect 2 "compile --beam -t cuda" "$TGC" compile "$M" -t cuda -o "$tmp/cbx" --beam 2
 expect 2 "run --threads 0" "$TGC" run "$M" -d cpu --threads 0
 expect 2 "run --repeat x" "$TGC" run "$M" -d cpu --repeat x
 expect 0 "compile -t c --threads 2" "$TGC" compile "$M" -t c -o "$tmp/ct" --threads 2

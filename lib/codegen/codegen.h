@@ -55,6 +55,7 @@ typedef struct Program {
   int ninst; LInst *inst;
   int nranges;                    /* RANGE ids used: 0..nranges-1 */
   int nopts; KOpt opts[KOPT_MAX]; /* the opts applied */
+  int64_t upcast;                 /* the product of the upcast and unroll amounts (1: none) */
 } Program;
 
 /* Kernel names seen so far in one compile (tinygrad's process-global Kernel.kernel_cnt). */
@@ -66,6 +67,8 @@ const char *lower_kernel_name(UOp *ast);
 /* lower and linearize one kernel AST; names is optional (NULL: no dedup). Fails TG_EINPUT on an AST
  * it cannot lower (naming the op). */
 Program *lower_kernel(UOp *ast, KNames *names);
+/* the same with these opts instead of the process-wide config (BEAM's candidates) */
+Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg);
 /* tinygrad's to_function_name: characters other than [A-Za-z0-9_] become two hex digits */
 const char *lower_function_name(Arena *a, const char *name);
 /* the reduce op's identity as a CONST of dt (ADD 0, MUL 1, MAX dtypes.min) */

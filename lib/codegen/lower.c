@@ -906,8 +906,8 @@ static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *f
 }
 
 /* the opts for this kernel (the heuristic's or the user's), as factors on c's axes; n = 0: none */
-static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, KOpt *opts, int **fac, int **grp) {
-  if (opt_cfg.mode == KOPT_NONE) return 0;
+static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, KOpt *opts, int **fac, int **grp) {
+  if (cfg->mode == KOPT_NONE) return 0;
   /* stores of another shape than the output's, or more than one: keep tinygrad's NOOPT loops */
   for (int i = 0; i + 1 < ast->nsrc; i++) {
     SList a = st_shape(ast->src[i]->src[0]->arg->st);
@@ -915,20 +915,22 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, KOpt *opts, int **fac,
     for (int d = 0; d < a.n; d++) if (!si_eq(a.v[d], c->oshape[d])) return 0;
   }
   int n;
-  if (opt_cfg.mode == KOPT_LIST) { n = opt_cfg.n; memcpy(opts, opt_cfg.v, sizeof(KOpt) * (size_t)n); }
+  if (cfg->mode == KOPT_LIST) { n = cfg->n; memcpy(opts, cfg->v, sizeof(KOpt) * (size_t)n); }
   else n = kopt_heuristic(c->a, k, opts);
   if (!n) return 0;
   *fac = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
   *grp = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
   char why[256];
   if (!kopt_factors(c->a, k, n, opts, *fac, *grp, why, sizeof why)) {
-    if (opt_cfg.mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
+    if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
     return 0;
   }
   return n;
 }
 
-Program *lower_kernel(UOp *ast, KNames *names) {
+Program *lower_kernel(UOp *ast, KNames *names) { return lower_kernel_with(ast, names, &opt_cfg); }
+
+Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) {
   if (ast->op != OP_SINK) tg_fail(TG_EINPUT, "kernel AST root is %s, not SINK", op_names[ast->op]);
   Arena *a = ga();
   LCtx c;
@@ -941,13 +943,13 @@ Program *lower_kernel(UOp *ast, KNames *names) {
   kernel_axes(&c, &kx);
   const char *nm = kernel_name(&c, ast, has_reduce, &kx);
   KOpt opts[KOPT_MAX];
-  int *fac = NULL, *grp = NULL, nopt = choose_opts(&c, ast, &kx, opts, &fac, &grp);
+  int *fac = NULL, *grp = NULL, nopt = choose_opts(&c, ast, &kx, cfg, opts, &fac, &grp);
   if (nopt) {
     LCtx c2;
     int nst2;
     UOp **stores2, *l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, &kx, &nst2, &stores2);
     if (l2) { c = c2; lsink = l2; nst = nst2; stores = stores2; }
-    else if (opt_cfg.mode == KOPT_LIST) tg_fail(TG_EINPUT, "opts %s: %s", kopt_format(a, nopt, opts), tg_last_error.msg);
+    else if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opts %s: %s", kopt_format(a, nopt, opts), tg_last_error.msg);
     else nopt = 0;   /* the heuristic's opts do not lower here: the kernel keeps its NOOPT loops */
   }
 
@@ -979,6 +981,8 @@ Program *lower_kernel(UOp *ast, KNames *names) {
   pg->nranges = c.next_range;
   pg->nopts = nopt;
   if (nopt) memcpy(pg->opts, opts, sizeof(KOpt) * (size_t)nopt);
+  pg->upcast = 1;
+  for (int f = 0; nopt && f < kx.nf; f++) if (grp[f] < 0 || grp[f] == f) pg->upcast *= fac[f];
 
   /* parameters: DEFINE_GLOBALs by slot, DEFINE_VARs by name */
   PtrVec gl, vs;

@@ -44,8 +44,20 @@ static int64_t item_var(const SchedItem *si, const VarVals *vv, const Program *p
   return v;
 }
 
+static int compile_threads = 1, compile_beam = 0;
+static FILE *compile_log;
+void driver_compile_threads(int threads) { compile_threads = threads; }
+void driver_compile_beam(int beam, FILE *log) { compile_beam = beam, compile_log = log; }
+
 void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
   Arena *a = ga();
+  /* BEAM (C only): kernels timed on this CPU with the bundle's threads */
+  Runtime *brt = compile_beam > 0 && !strcmp(be->name, "c") ? rt_new(g) : NULL;
+  if (brt) {
+    long nc = sysconf(_SC_NPROCESSORS_ONLN);
+    brt->threads = compile_threads > 0 ? compile_threads : nc > 0 ? (int)nc : 1;
+    brt->log = compile_log;
+  }
   /* lower each distinct kernel AST once, in schedule order */
   KNames kn;
   knames_init(&kn, a);
@@ -63,7 +75,10 @@ void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
     intptr_t k = (intptr_t)umap_getp(&progs, si->ast) - 1;
     if (k < 0) {
       k = nprog++;
-      ps[k] = lower_kernel(si->ast, &kn);
+      if (brt) {
+        KOptCfg cfg = rt_beam(brt, si->ast, compile_beam);
+        ps[k] = lower_kernel_with(si->ast, &kn, &cfg);
+      } else ps[k] = lower_kernel(si->ast, &kn);
       texts[k] = kernel_source(a, ps[k], be);
       files[k] = kernel_file(a, ps[k], be, texts[k]);
       umap_put(&progs, si->ast, (void *)(k + 1));
@@ -71,6 +86,7 @@ void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
     names[i] = ps[k]->name;
     sources[i] = files[k];
   }
+  rt_free(brt);
   CModel m = {0};
   cm_build(&m, a, g, s);
   UOp *ss = s->sched_sink;
@@ -261,9 +277,6 @@ void model_emit_run(SB *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
   sb_printf(&c, "  return rc;\n}\n");
   *out = c;
 }
-
-static int compile_threads = 1;
-void driver_compile_threads(int threads) { compile_threads = threads; }
 
 int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
   Arena *a = ga();

@@ -11,6 +11,7 @@
  *               C-contiguously; outputs can be written as .npy and compared with an expect file. */
 #ifndef TGC_DRIVER_H
 #define TGC_DRIVER_H
+#include <stdio.h>
 #include "../io/graph.h"
 #include "../schedule/schedule.h"
 
@@ -25,8 +26,9 @@ typedef struct DriverRun {
 } DriverRun;
 /* how `run` executes: threads for CPU kernels (1 serial; 0 all cores), and repeat > 0 reruns the
  * whole schedule that many times after the first run (whose outputs are the ones kept), timing each;
- * profile times each item of those reruns too (at least one rerun) */
-typedef struct DriverRunOpts { int threads; int repeat; bool profile; } DriverRunOpts;
+ * profile times each item of those reruns too (at least one rerun); beam > 0 picks each CPU kernel's
+ * opts by a BEAM search of that width (rt_beam), reporting each finished search on log */
+typedef struct DriverRunOpts { int threads; int repeat; bool profile; int beam; FILE *log; } DriverRunOpts;
 void driver_run_options(DriverRunOpts o);
 
 /* the schedule of g's sink with g's options (uctx->opt, next_unique past the graph's UNIQUEs) */
@@ -55,6 +57,9 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir);
 /* the bundle's kernels: 1 serial (the default), 0 OpenMP over the outer loop with OpenMP's thread
  * count at run time, N num_threads(N); with threads Makefile.inc compiles with -fopenmp */
 void driver_compile_threads(int threads);
+/* compile -t c --beam N: each kernel's opts from a BEAM search of width N timed on this CPU with
+ * the bundle's threads (rt_beam), each finished search reported on log (may be NULL) */
+void driver_compile_beam(int beam, FILE *log);
 /* `tgc compile -t opencl|cuda`: DIR gets NAME.cl / NAME.cu per kernel, schedule.json and host.c (a
  * standalone program running the schedule with the OpenCL API / CUDA driver API + NVRTC, inputs
  * from DIR/inputN.bin, outputs to DIR/outN.bin); returns the number of kernels */

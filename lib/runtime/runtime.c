@@ -267,7 +267,10 @@ static const Program *cpu_run_kernel(Runtime *rt, const SchedItem *si) {
   UOp *ast = si->ast;
   RtKernel *k = map_get(&rt->kernels, ast, uop_h(ast), NULL);
   if (!k) {
-    k = rt_compile(rt, lower_kernel(ast, &rt->names));
+    if (rt->beam > 0) {
+      KOptCfg cfg = rt_beam(rt, ast, rt->beam);
+      k = rt_compile(rt, lower_kernel_with(ast, &rt->names, &cfg));
+    } else k = rt_compile(rt, lower_kernel(ast, &rt->names));
     map_put(&rt->kernels, ast, uop_h(ast), k);
   }
   const Program *p = k->prg;

@@ -6,6 +6,7 @@
  * Graph BUFFER data (Graph.data) fills input buffers when they are first allocated. */
 #ifndef TGC_RUNTIME_H
 #define TGC_RUNTIME_H
+#include <stdio.h>
 #include "../codegen/codegen.h"
 #include "../io/graph.h"
 #include "../schedule/schedule.h"
@@ -26,6 +27,9 @@ typedef struct Runtime {
   int ncompiled, ncached;   /* compiler runs / cache hits, for tests and -v */
   int nvars; UOp *const *vars; const int64_t *vals; /* the schedule's variable values (symbolic BUFFER_VIEWs) */
   PtrVec handles, owned;
+  int beam;                 /* > 0: each kernel's opts come from a BEAM search of this width (rt_beam) */
+  FILE *log;                /* progress lines (a finished BEAM search), NULL: none */
+  int nbeam_searched, nbeam_cached; /* BEAM searches run / read from the cache, for tests */
   double *item_ms;          /* profiling: when set, each item's wall time (ms) by item index ... */
   const Program **item_prg; /* ... and the Program a kernel item ran (NULL for COPY/BUFFER_VIEW) */
 } Runtime;
@@ -45,6 +49,10 @@ int64_t rt_var(const Runtime *rt, const SchedItem *si, const Program *p, const c
 /* the same lookup without a Runtime: the item's var_vals, else the n schedule-wide (vars, vals)
  * DEFINE_VAR values; false when neither binds name (the bundle and host programs use it) */
 bool rt_item_var(const SchedItem *si, int n, UOp *const *vars, const int64_t *vals, const char *name, int64_t *out);
+/* BEAM=amt for one kernel AST (beam.c): the opts whose compiled kernel ran fastest on this CPU
+ * with rt's compiler and threads, from tinygrad's beam search over UPCAST and UNROLL; cached on
+ * disk by the kernel, amt, threads and compiler */
+KOptCfg rt_beam(Runtime *rt, UOp *ast, int amt);
 /* run one schedule item (SINK kernel, COPY, BUFFER_VIEW) on the CPU */
 void rt_run_item(Runtime *rt, const SchedItem *si);
 /* how a device runs one kernel item; returns the Program it ran */
