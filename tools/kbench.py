@@ -13,7 +13,10 @@ the workload. Then, in the same run:
 After one warm-up each. The machine is noisy: compare the ratios (peer time / tgc time).
 A plain copy of 16M floats in numpy measures the memory bandwidth the GB/s column is judged by.
 
-  kbench.py [--tgc build/tgc] [--repeat N] [--threads T] [--only NAME,...] [--json FILE]
+With --beam N a second tgc column times the same graph under `tgc run --beam N` (each kernel's
+opts chosen by timing candidates on this CPU; the first run searches, later runs read the cache).
+
+  kbench.py [--tgc build/tgc] [--repeat N] [--threads T] [--beam N] [--only NAME,...] [--json FILE]
 """
 from __future__ import annotations
 import argparse, json, math, os, pathlib, re, statistics, subprocess, sys, tempfile, time
@@ -24,7 +27,14 @@ import numpy as np
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 
+def settle():
+  """A pause before each measurement: right after numpy's BLAS (its threads spin a while) or another
+  process, a 2-thread tgc run measured up to 2x slower on the 2-core machine."""
+  time.sleep(0.5)
+
+
 def median_ms(fn, repeat: int) -> float:
+  settle()
   fn()  # warm-up
   ts = []
   for _ in range(repeat):
@@ -105,9 +115,11 @@ def tg_runner(outs, repeat):
   return median_ms(run, repeat)
 
 
-def tgc_time(tgc, graph, repeat, threads, outdir):
+def tgc_time(tgc, graph, repeat, threads, outdir, beam=0):
+  settle()
   cmd = [tgc, "run", str(graph), "-d", "cpu", "-o", str(outdir), "--repeat", str(repeat)]
   if threads: cmd += ["--threads", str(threads)]
+  if beam: cmd += ["--beam", str(beam)]
   p = subprocess.run(cmd, capture_output=True, text=True)
   if p.returncode: raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
   m = re.search(r"median ([0-9.]+) ms", p.stderr)
@@ -120,6 +132,7 @@ def main(argv=None):
   ap.add_argument("--tgc", default="build/tgc")
   ap.add_argument("--repeat", type=int, default=10)
   ap.add_argument("--threads", type=int, default=0, help="tgc --threads (0: all cores)")
+  ap.add_argument("--beam", type=int, default=0, help="also time tgc run --beam N")
   ap.add_argument("--only", default="")
   ap.add_argument("--mnist-batch", type=int, default=128)
   ap.add_argument("--json", default="")
@@ -141,9 +154,10 @@ def main(argv=None):
     ins = [Tensor(x).realize() for x in arrs]
     tgc_graph.export([tg_fn(*ins)], g, with_data="npy")
     t_tgc = tgc_time(a.tgc, g, a.repeat, a.threads, tmp / name)
+    t_beam = tgc_time(a.tgc, g, a.repeat, a.threads, tmp / name, a.beam) if a.beam else None
     t_tg = tg_runner([tg_fn(*[Tensor(x).realize() for x in arrs])], a.repeat)
     t_np = median_ms(lambda: np_fn(*arrs), a.repeat) if np_fn else None
-    rows.append((name, t_tgc, t_tg, t_np, flops, nbytes))
+    rows.append((name, t_tgc, t_tg, t_np, flops, nbytes, t_beam))
   if not only or "mnist_step" in only:
     step = mnist_step(a.mnist_batch)
     Tensor.training = True
@@ -151,18 +165,21 @@ def main(argv=None):
     g = tmp / "mnist_step.graph.json"
     tgc_graph.export(step(), g, with_data="npy")
     t_tgc = tgc_time(a.tgc, g, a.repeat, a.threads, tmp / "mnist")
+    t_beam = tgc_time(a.tgc, g, a.repeat, a.threads, tmp / "mnist", a.beam) if a.beam else None
     t_tg = tg_runner(step(), a.repeat)
-    rows.append((f"mnist_step_b{a.mnist_batch}", t_tgc, t_tg, None, None, None))
+    rows.append((f"mnist_step_b{a.mnist_batch}", t_tgc, t_tg, None, None, None, t_beam))
   print(f"copy 16M floats (numpy): {copy_ms:.2f} ms, {copy_gbs:.1f} GB/s (the bandwidth line)")
-  print(f"{'workload':22} {'tgc_ms':>9} {'tinygrad_ms':>12} {'numpy_ms':>9} {'tgc GFLOP/s|GB/s':>17} {'%bw':>5} {'x_tinygrad':>10} {'x_numpy':>8}")
+  bcol = f" {'beam_ms':>9} {'beam_x_np':>9}" if a.beam else ""
+  print(f"{'workload':22} {'tgc_ms':>9} {'tinygrad_ms':>12} {'numpy_ms':>9} {'tgc GFLOP/s|GB/s':>17} {'%bw':>5} {'x_tinygrad':>10} {'x_numpy':>8}{bcol}")
   ratios = []
   out = []
-  for name, t, tg, tn, flops, nbytes in rows:
+  for name, t, tg, tn, flops, nbytes, tb in rows:
     rate = f"{flops / t / 1e6:.1f} GFLOP/s" if flops else f"{nbytes / t / 1e6:.1f} GB/s" if nbytes else "-"
     bw = f"{100 * nbytes / t / 1e6 / copy_gbs:.0f}" if nbytes else "-"
     ratios.append(tg / t)
-    print(f"{name:22} {t:9.3f} {tg:12.3f} {tn if tn is not None else float('nan'):9.3f} {rate:>17} {bw:>5} {tg / t:10.2f} {(tn / t) if tn else float('nan'):8.2f}")
-    out.append({"workload": name, "tgc_ms": t, "tinygrad_ms": tg, "numpy_ms": tn, "flops": flops, "bytes": nbytes})
+    bc = f" {tb:9.3f} {(tn / tb) if tn else float('nan'):9.2f}" if a.beam else ""
+    print(f"{name:22} {t:9.3f} {tg:12.3f} {tn if tn is not None else float('nan'):9.3f} {rate:>17} {bw:>5} {tg / t:10.2f} {(tn / t) if tn else float('nan'):8.2f}{bc}")
+    out.append({"workload": name, "tgc_ms": t, "tinygrad_ms": tg, "numpy_ms": tn, "flops": flops, "bytes": nbytes, "tgc_beam_ms": tb})
   gm = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else float("nan")
   print(f"geometric mean of tinygrad_ms / tgc_ms: {gm:.2f}")
   if a.json: pathlib.Path(a.json).write_text(json.dumps({"copy_gbs": copy_gbs, "rows": out, "geomean_vs_tinygrad": gm}, indent=1))

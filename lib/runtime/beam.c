@@ -36,7 +36,9 @@ static int build_actions(KOpt *out) {
   return n;
 }
 
-/* scratch buffers for the kernel's globals (zeroed: every page touched before timing) */
+/* scratch buffers for the kernel's globals, every page written before timing (a calloc'd buffer
+ * reads the one shared zero page: a memory-bound kernel would time as if it ran in cache); the
+ * bytes 0x3c make float 0.0115 and small doubles, and kernels never index by loaded values */
 typedef struct Scratch { int n; void **bufs; long long *vars; } Scratch;
 static void scratch_free(Scratch *s) {
   for (int i = 0; i < s->n; i++) free(s->bufs[i]);
@@ -47,8 +49,9 @@ static Scratch scratch_for(Arena *a, const Program *p) {
   for (int i = 0; i < p->nglobals; i++) {
     const DType *d = p->globals[i].u->dtype;
     size_t nb = (size_t)(d->size > 0 ? d->size : 1) * (size_t)dt_base(d)->itemsize;   /* rt_beam checked size >= 0 */
-    s.bufs[i] = calloc(1, nb + 64);
+    s.bufs[i] = malloc(nb + 64);
     if (!s.bufs[i]) { scratch_free(&s); tg_fail(TG_EDEVICE, "beam: out of host memory allocating %zu bytes", nb); }
+    memset(s.bufs[i], 0x3c, nb + 64);
     s.n = i + 1;
   }
   /* a variable's value: the middle of its range, as tinygrad's beam */
