@@ -89,6 +89,26 @@ bool render_dense(const Program *p, int lo, int hi, UOp *loop, const bool *only)
   return true;
 }
 
+bool render_sum_loop(const Program *p, int i, int j, const bool *only) {
+  UOp *loop = p->inst[i].u;
+  bool any = false;
+  for (int k = i + 1; k < j; k++) {
+    if (only && !only[k - i - 1]) continue;
+    const LInst *in = &p->inst[k];
+    if (in->kind != LK_VALUE && in->kind != LK_ACCUM) return false;   /* a nested loop, accumulator or store */
+    if (in->kind == LK_VALUE && in->u->op == OP_LOAD && in->u->src[0]->op == OP_INDEX) {
+      int64_t c = render_range_coef(in->u->src[0]->src[1], loop, 0);
+      if (c < 0 || c > 8) return false;
+    }
+    if (in->kind == LK_ACCUM) {
+      const DType *dt = in->u->dtype;
+      if (in->u->arg->op != OP_ADD || (dt->scalar != SC_FLOAT && dt->scalar != SC_DOUBLE) || dt->count != 1) return false;
+      any = true;
+    }
+  }
+  return any;
+}
+
 /* ---------------------------------------------------------------- fission */
 typedef struct Body {
   const Program *p;
@@ -131,10 +151,6 @@ static int fission_groups(Arena *a, const Program *p, int i, int j, int **group_
   for (int k = 0; k < b.n; k++) {
     const LInst *in = &p->inst[b.lo + k];
     if (in->kind != LK_VALUE && in->kind != LK_ACCUM) return 0;   /* a nested loop, accumulator or store */
-    if (in->kind == LK_ACCUM) {
-      const DType *dt = in->u->dtype;
-      if (in->u->arg->op != OP_ADD || (dt->scalar != SC_FLOAT && dt->scalar != SC_DOUBLE) || dt->count != 1) return 0;
-    }
     b.parent[k] = k;
     UOp *ops[8];
     int no = operands(in, ops);
@@ -200,8 +216,9 @@ const Program *render_fission(Arena *a, const Program *p) {
     if (ok) {
       in_g = arena_alloc(a, sizeof(bool) * (size_t)n * (size_t)ng);
       for (int g = 0; g < ng && ok; g++) {
-        group_members(a, p, lo, n, group, g, in_g + (size_t)g * (size_t)n);
-        ok = render_dense(p, lo, j, in->u, in_g + (size_t)g * (size_t)n);
+        bool *m = in_g + (size_t)g * (size_t)n;
+        group_members(a, p, lo, n, group, g, m);
+        ok = render_dense(p, lo, j, in->u, m) && render_sum_loop(p, i, j, m);
       }
     }
     int need = nout + (ok ? ng * (n + 2) : 1);

@@ -527,28 +527,10 @@ RenderBackend render_c_threads(int threads) {
   be.simd = be.parallel != 0;
   return be;
 }
-/* loop i can be a simd reduction (see RenderBackend.simd): an innermost loop holding values and
- * float32/64 ADD updates only, whose loads step by at most 8 elements per iteration (an unrolled
- * contiguous walk steps by the unroll; a wide stride, like a matmul's column, vectorizes badly and
- * blocks the compiler's own loop interchange) */
+/* loop i can be a simd reduction (render_sum_loop) */
 static bool simd_loop(const Program *p, int i) {
-  UOp *loop = p->inst[i].u;
-  bool any = false;
-  for (int k = i + 1; k < p->ninst; k++) {
-    const LInst *in = &p->inst[k];
-    if (in->kind == LK_ENDLOOP && in->u == loop) return any;
-    if (in->kind == LK_LOOP || in->kind == LK_ACC || in->kind == LK_STORE) return false;
-    if (in->kind == LK_VALUE && in->u->op == OP_LOAD && in->u->src[0]->op == OP_INDEX) {
-      int64_t c = render_range_coef(in->u->src[0]->src[1], loop, 0);
-      if (c < 0 || c > 8) return false;
-    }
-    if (in->kind == LK_ACCUM) {
-      const DType *dt = in->u->dtype;
-      if (in->u->arg->op != OP_ADD || (dt->scalar != SC_FLOAT && dt->scalar != SC_DOUBLE) || dt->count != 1) return false;
-      any = true;
-    }
-  }
-  return false;
+  int j = render_loop_end(p, i);
+  return j > i && render_sum_loop(p, i, j, NULL);
 }
 /* the accumulators of loop i, comma-separated, if it is a simd reduction, else NULL */
 static const char *simd_accs(R *r, const Program *p, int i) {

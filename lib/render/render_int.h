@@ -14,6 +14,12 @@ int render_loop_end(const Program *p, int i);
  * walk memory densely in loop: per (buffer, base, mask) the constant offsets form one run exactly
  * as long as the index's step per iteration, or the index does not move with the loop */
 bool render_dense(const Program *p, int lo, int hi, UOp *loop, const bool *only);
+/* the body of loop [i, j) (the instructions with only[k - i - 1] set, when only is given) is a float
+ * sum the compiler may vectorize (RenderBackend.simd): values and float32/64 ADD updates only, at
+ * least one, and loads stepping by at most 8 elements per iteration (an unrolled contiguous walk
+ * steps by the unroll; a wide stride, like a matmul's column, vectorizes badly and blocks the
+ * compiler's own loop interchange) */
+bool render_sum_loop(const Program *p, int i, int j, const bool *only);
 /* p with every innermost float-sum loop whose accumulators form independent dense groups split
  * into one loop per group (p itself when none is) */
 const Program *render_fission(Arena *a, const Program *p);
