@@ -262,11 +262,6 @@ UMap group_realizes(UOp *sink) {
     // max one reduceop per kernel
     bool can_chase = true;
     MAP_EACH(&group, e) if (umap_has(&reduce_for_op, e->key)) can_chase = false;
-    UList rt = uop_toposort_in(ta, r, gate_not_realized, &realizes);
-    for (int j = 0; j < rt.n; j++) {
-      UOp *u = rt.v[j];
-      if (u->op == OP_REDUCE_AXIS && u_base(u->src[0])->op == OP_CONST) { can_chase = false; break; }
-    }
     // TODO: forced_realize exists because the scheduler is incapable of checking for self-contained DAGs
     bool forced_realize = umap_has(&group, r);
     SchedWhyCode why = forced_realize ? g.why : WHY_FORCED;
@@ -301,6 +296,14 @@ UMap group_realizes(UOp *sink) {
     }
     if (forced_realize || group.live == 0) {
       UOp *tr = r;
+      /* (the toposort for this check only matters here, so it runs only here) */
+      if (can_chase) {
+        UList rt = uop_toposort_in(ta, r, gate_not_realized, &realizes);
+        for (int j = 0; j < rt.n; j++) {
+          UOp *u = rt.v[j];
+          if (u->op == OP_REDUCE_AXIS && u_base(u->src[0])->op == OP_CONST) { can_chase = false; break; }
+        }
+      }
       if (can_chase) {
         // can chase this down to contiguous children
         const ShapeTracker *st = u_st(tr);
