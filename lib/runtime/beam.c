@@ -75,9 +75,10 @@ static double time_kernel(RtKernel *k, Scratch *s, double early) {
   return best;
 }
 
-/* lower, render and compile one candidate; NULL when its opts do not apply or it does not build */
-static RtKernel *try_candidate(Runtime *rt, UOp *ast, const KOptCfg *cfg, Map *seen) {
-  RtKernel *volatile k = NULL;
+/* lower and render one candidate: its Program, or NULL when its opts do not apply, it upcasts too
+ * much, or its source was timed already */
+static const Program *try_candidate(Runtime *rt, UOp *ast, const KOptCfg *cfg, Map *seen) {
+  const Program *volatile r = NULL;
   TgTry t;
   if (TG_TRY(t)) {
     Program *p = lower_kernel_with(ast, NULL, cfg);
@@ -86,13 +87,13 @@ static RtKernel *try_candidate(Runtime *rt, UOp *ast, const KOptCfg *cfg, Map *s
       const Value *key = v_str(src);
       bool isnew;
       map_slot(seen, (void *)key, key->hash, &isnew);
-      if (isnew) k = rt_compile(rt, p);
+      if (isnew) r = p;
     }
     tg_try_end(&t);
-  } else if (tg_last_error.code != TG_EINPUT && tg_last_error.code != TG_EDEVICE) {
+  } else if (tg_last_error.code != TG_EINPUT) {
     tg_fail(tg_last_error.code, "%s", tg_last_error.msg);   /* a bug, not a refused opt */
   }
-  return k;
+  return r;
 }
 
 static int cmp_cand(const void *x, const void *y) {
@@ -152,19 +153,27 @@ KOptCfg rt_beam(Runtime *rt, UOp *ast, int amt) {
   beam[0] = (Cand){{KOPT_LIST, 0, {{0}}}, 1e300};
   Scratch s = {0, NULL, NULL};
   for (;;) {
-    int cap = nbeam * nact, nc = 0;
+    /* this step's candidates, compiled side by side, then timed one by one */
+    int cap = nbeam * nact, nc = 0, np = 0;
     Cand *c = arena_alloc(rt->a, sizeof(Cand) * (size_t)(cap + 1));
+    const Program **ps = arena_alloc(rt->a, sizeof(Program *) * (size_t)(cap + 1));
+    KOptCfg *cfgs = arena_alloc(rt->a, sizeof(KOptCfg) * (size_t)(cap + 1));
     for (int b = 0; b < nbeam; b++) {
       if (beam[b].cfg.n >= KOPT_MAX) continue;
       for (int a = 0; a < nact; a++) {
         KOptCfg cfg = beam[b].cfg;
         cfg.v[cfg.n++] = actions[a];
-        RtKernel *k = try_candidate(rt, ast, &cfg, &seen);
-        if (!k) continue;
-        if (!s.bufs) s = scratch_for(rt->a, k->prg);
-        double early = nbeam && beam[0].ms < 1e300 ? beam[0].ms * 3 : 0;
-        c[nc++] = (Cand){cfg, time_kernel(k, &s, early)};
+        const Program *p = try_candidate(rt, ast, &cfg, &seen);
+        if (p) ps[np] = p, cfgs[np++] = cfg;
       }
+    }
+    RtKernel **ks = arena_alloc(rt->a, sizeof(RtKernel *) * (size_t)(np + 1));
+    rt_compile_many(rt, np, ps, ks);
+    for (int i = 0; i < np; i++) {
+      if (!ks[i]) continue;   /* did not build */
+      if (!s.bufs) s = scratch_for(rt->a, ks[i]->prg);
+      double early = beam[0].ms < 1e300 ? beam[0].ms * 3 : 0;
+      c[nc++] = (Cand){cfgs[i], time_kernel(ks[i], &s, early)};
     }
     ntimed += nc;
     qsort(c, (size_t)nc, sizeof *c, cmp_cand);

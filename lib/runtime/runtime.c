@@ -91,9 +91,9 @@ static bool write_all(const char *path, const char *s) {
   return fclose(f) == 0 && ok;
 }
 
-/* run cc on cfile into tmpso; NULL on success, else the diagnostics */
-static char *run_cc(Arena *a, const char *cc, const char *const *flags, int nflags, const char *cfile, const char *tmpso,
-                    const char *errf) {
+/* start cc on cfile into tmpso (its diagnostics into errf); the child's pid, or -1 with *err set
+ * when it could not be started */
+static pid_t spawn_cc(const char *cc, const char *const *flags, int nflags, const char *cfile, const char *tmpso, const char *errf, int *err) {
   char *argv[16];
   int na = 0;
   argv[na++] = (char *)cc;
@@ -105,14 +105,18 @@ static char *run_cc(Arena *a, const char *cc, const char *const *flags, int nfla
   posix_spawn_file_actions_addopen(&fa, 1, errf, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   pid_t child;
-  int rc = posix_spawnp(&child, cc, &fa, NULL, argv, environ);
+  *err = posix_spawnp(&child, cc, &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
+  return *err ? -1 : child;
+}
+/* wait for a spawn_cc child; NULL on success, else the diagnostics */
+static char *wait_cc(Arena *a, const char *cc, pid_t child, int err, const char *errf) {
   int status = 0;
-  if (rc == 0) while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+  if (!err) while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
   char *diag = NULL;
-  if (rc != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    diag = rc ? arena_printf(a, "can't run %s: %s", cc, strerror(rc)) : slurp(a, errf);
-    if (!rc && !*diag) /* a compiler that fails silently */
+  if (err || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    diag = err ? arena_printf(a, "can't run %s: %s", cc, strerror(err)) : slurp(a, errf);
+    if (!err && !*diag) /* a compiler that fails silently */
       diag = WIFEXITED(status) ? arena_printf(a, "%s failed with exit status %d", cc, WEXITSTATUS(status))
                                : arena_printf(a, "%s was killed by signal %d", cc, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   }
@@ -120,66 +124,121 @@ static char *run_cc(Arena *a, const char *cc, const char *const *flags, int nfla
   return diag;
 }
 
-RtKernel *rt_compile(Runtime *rt, const Program *p) {
+/* one kernel on its way from source to a loaded library: rt_compile is cj_start then cj_finish,
+ * rt_compile_many starts several before finishing them */
+typedef struct CJob {
+  const Program *p;
+  char *src, *so, *cfile, *tmpso, *errf;
+  const char *cc;
+  bool omp, cached;
+  int write_err, spawn_err; /* errno of writing the source / starting the compiler (0: none) */
+  pid_t child;
+} CJob;
+
+/* render p, find its library in the cache, else write its source and start the compiler */
+static void cj_start(Runtime *rt, const Program *p, CJob *j) {
   Arena *a = rt->a;
   RenderBackend be = render_c_threads(rt->threads);
   be.simd = true; /* compiled with -fopenmp-simd at least */
-  char *src = arena_printf(a, "%s\n%s", render_kernel(a, p, &be), render_c_entry(a, p));
-  bool omp = strstr(src, "#pragma omp parallel") != NULL, simd = strstr(src, "#pragma omp simd") != NULL;
-  char *so;
-  for (;;) {
-    /* the machine's own instructions (-march=native) and FMA contraction, as tinygrad's CPU
-     * backend; no unrolling of the compiler's own (the opts unrolled already: clang's unroll of a
-     * matmul's register tile spills, 1.3x slower); gcc also gets -fwrapv (its 12's -O3 loop
-     * vectorizer miscompiles masked loads at signed indices without it: test_multitensor
-     * reshape_on_axis' E_26_15_7 read the wrong elements). The compiler and its flags are part
-     * of the cache key. */
-    bool clang = is_clang(rt->cc);
-    const char *flags[10];
-    int nflags = 0;
-    flags[nflags++] = "-O3";
-    flags[nflags++] = "-march=native";
-    flags[nflags++] = clang ? "-ffp-contract=on" : "-ffp-contract=fast";
-    flags[nflags++] = "-fno-unroll-loops";
-    if (!clang) flags[nflags++] = "-fwrapv";
-    flags[nflags++] = "-shared";
-    flags[nflags++] = "-fPIC";
-    flags[nflags++] = "-w";
-    if (omp || simd) flags[nflags++] = omp ? "-fopenmp" : "-fopenmp-simd";
-    uint64_t h = hash_bytes(src, strlen(src), 0x7467630a);
-    h = hash_bytes(rt->cc, strlen(rt->cc), h);
-    for (int i = 0; i < nflags; i++) h = hash_bytes(flags[i], strlen(flags[i]), h);
-    mkdirs(rt->cache_dir);
-    so = arena_printf(a, "%s/k_%016llx.so", rt->cache_dir, (unsigned long long)h);
-    struct stat sb;
-    if (stat(so, &sb) == 0) { rt->ncached++; break; }
-    int pid = (int)getpid();
-    char *cfile = arena_printf(a, "%s/k_%016llx.%d.c", rt->cache_dir, (unsigned long long)h, pid);
-    char *tmpso = arena_printf(a, "%s/k_%016llx.%d.so", rt->cache_dir, (unsigned long long)h, pid);
-    char *errf = arena_printf(a, "%s/k_%016llx.%d.err", rt->cache_dir, (unsigned long long)h, pid);
-    if (!write_all(cfile, src)) tg_fail(TG_EDEVICE, "kernel %s: can't write %s: %s", p->name, cfile, strerror(errno));
-    char *diag = run_cc(a, rt->cc, flags, nflags, cfile, tmpso, errf);
-    unlink(cfile);
+  *j = (CJob){.p = p, .cc = rt->cc};
+  j->src = arena_printf(a, "%s\n%s", render_kernel(a, p, &be), render_c_entry(a, p));
+  j->omp = strstr(j->src, "#pragma omp parallel") != NULL;
+  bool simd = strstr(j->src, "#pragma omp simd") != NULL;
+  /* the machine's own instructions (-march=native) and FMA contraction, as tinygrad's CPU
+   * backend; no unrolling of the compiler's own (the opts unrolled already: clang's unroll of a
+   * matmul's register tile spills, 1.3x slower); gcc also gets -fwrapv (its 12's -O3 loop
+   * vectorizer miscompiles masked loads at signed indices without it: test_multitensor
+   * reshape_on_axis' E_26_15_7 read the wrong elements). The compiler and its flags are part
+   * of the cache key. */
+  bool clang = is_clang(rt->cc);
+  const char *flags[10];
+  int nflags = 0;
+  flags[nflags++] = "-O3";
+  flags[nflags++] = "-march=native";
+  flags[nflags++] = clang ? "-ffp-contract=on" : "-ffp-contract=fast";
+  flags[nflags++] = "-fno-unroll-loops";
+  if (!clang) flags[nflags++] = "-fwrapv";
+  flags[nflags++] = "-shared";
+  flags[nflags++] = "-fPIC";
+  flags[nflags++] = "-w";
+  if (j->omp || simd) flags[nflags++] = j->omp ? "-fopenmp" : "-fopenmp-simd";
+  uint64_t h = hash_bytes(j->src, strlen(j->src), 0x7467630a);
+  h = hash_bytes(rt->cc, strlen(rt->cc), h);
+  for (int i = 0; i < nflags; i++) h = hash_bytes(flags[i], strlen(flags[i]), h);
+  mkdirs(rt->cache_dir);
+  j->so = arena_printf(a, "%s/k_%016llx.so", rt->cache_dir, (unsigned long long)h);
+  struct stat sb;
+  if (stat(j->so, &sb) == 0) { j->cached = true; return; }
+  int pid = (int)getpid();
+  j->cfile = arena_printf(a, "%s/k_%016llx.%d.c", rt->cache_dir, (unsigned long long)h, pid);
+  j->tmpso = arena_printf(a, "%s/k_%016llx.%d.so", rt->cache_dir, (unsigned long long)h, pid);
+  j->errf = arena_printf(a, "%s/k_%016llx.%d.err", rt->cache_dir, (unsigned long long)h, pid);
+  if (!write_all(j->cfile, j->src)) { j->write_err = errno ? errno : EIO; return; }
+  j->child = spawn_cc(rt->cc, flags, nflags, j->cfile, j->tmpso, j->errf, &j->spawn_err);
+}
+/* a started job given up: wait for its compiler and remove its files */
+static void cj_abandon(CJob *j) {
+  if (j->cached) return;
+  if (!j->write_err && !j->spawn_err) while (waitpid(j->child, NULL, 0) < 0 && errno == EINTR) {}
+  unlink(j->cfile); unlink(j->tmpso); unlink(j->errf);
+}
+
+/* wait for j's compiler, install and load the library; TG_EDEVICE "kernel NAME: <diagnostics>" */
+static RtKernel *cj_finish(Runtime *rt, CJob *j) {
+  Arena *a = rt->a;
+  const Program *p = j->p;
+  while (!j->cached) {
+    if (j->write_err) tg_fail(TG_EDEVICE, "kernel %s: can't write %s: %s", p->name, j->cfile, strerror(j->write_err));
+    char *diag = wait_cc(a, j->cc, j->child, j->spawn_err, j->errf);
+    unlink(j->cfile);
     if (diag) {
-      unlink(tmpso);
-      if (rt->cc_auto && strcmp(rt->cc, "cc") != 0) { rt->cc = "cc"; continue; } /* clang without libomp, say */
+      unlink(j->tmpso);
+      if (rt->cc_auto && strcmp(rt->cc, "cc") != 0) rt->cc = "cc"; /* clang without libomp, say */
+      if (strcmp(j->cc, rt->cc) != 0) { cj_start(rt, p, j); continue; }
       tg_fail(TG_EDEVICE, "kernel %s: %s", p->name, diag);
     }
-    if (rename(tmpso, so) != 0) { unlink(tmpso); tg_fail(TG_EDEVICE, "kernel %s: can't install %s: %s", p->name, so, strerror(errno)); }
+    if (rename(j->tmpso, j->so) != 0) { unlink(j->tmpso); tg_fail(TG_EDEVICE, "kernel %s: can't install %s: %s", p->name, j->so, strerror(errno)); }
     rt->ncompiled++;
     break;
   }
+  if (j->cached) rt->ncached++;
   /* an OpenMP kernel stays loaded: its libgomp worker threads outlive the parallel region, and
    * unloading libgomp under them (dlclose at rt_free) would crash them */
-  void *hd = dlopen(so, RTLD_NOW | RTLD_LOCAL | (omp ? RTLD_NODELETE : 0));
+  void *hd = dlopen(j->so, RTLD_NOW | RTLD_LOCAL | (j->omp ? RTLD_NODELETE : 0));
   if (!hd) tg_fail(TG_EDEVICE, "kernel %s: dlopen: %s", p->name, dlerror());
   vec_push(&rt->handles, hd);
   RtKernel *k = arena_alloc(a, sizeof *k);
-  k->prg = p; k->src = src; k->handle = hd;
+  k->prg = p; k->src = j->src; k->handle = hd;
   void *sym = dlsym(hd, "tgc_entry");
-  if (!sym) tg_fail(TG_EDEVICE, "kernel %s: no tgc_entry in %s", p->name, so);
+  if (!sym) tg_fail(TG_EDEVICE, "kernel %s: no tgc_entry in %s", p->name, j->so);
   memcpy(&k->entry, &sym, sizeof sym);
   return k;
+}
+
+RtKernel *rt_compile(Runtime *rt, const Program *p) {
+  CJob j;
+  cj_start(rt, p, &j);
+  return cj_finish(rt, &j);
+}
+
+void rt_compile_many(Runtime *rt, int n, const Program *const *ps, RtKernel **out) {
+  long nc = sysconf(_SC_NPROCESSORS_ONLN);
+  int width = nc > 1 ? (int)nc : 1;
+  CJob *jobs = arena_alloc(rt->a, sizeof(CJob) * (size_t)(width + 1));
+  for (int lo = 0; lo < n; lo += width) {
+    int hi = lo + width < n ? lo + width : n;
+    for (int i = lo; i < hi; i++) cj_start(rt, ps[i], &jobs[i - lo]);
+    for (int i = lo; i < hi; i++) {
+      TgTry t;
+      out[i] = NULL;
+      if (TG_TRY(t)) { out[i] = cj_finish(rt, &jobs[i - lo]); tg_try_end(&t); }
+      else if (tg_last_error.code != TG_EDEVICE) {   /* the others' compilers still run: wait for them */
+        TgErr e = tg_last_error;
+        for (int k = i + 1; k < hi; k++) cj_abandon(&jobs[k - lo]);
+        tg_fail(e.code, "%s", e.msg);
+      }
+    }
+  }
 }
 
 /* ---------------------------------------------------------------- buffers */

@@ -38,6 +38,9 @@ Runtime *rt_new(const Graph *g);                 /* in the current context; g ma
 void rt_free(Runtime *rt);                       /* closes libraries, frees host memory */
 /* compile (or load from the cache) one lowered kernel; TG_EDEVICE "kernel NAME: <diagnostics>" */
 RtKernel *rt_compile(Runtime *rt, const Program *p);
+/* rt_compile for n programs, as many compilers at once as there are cores; out[i] is NULL where
+ * program i did not build (TG_EDEVICE), other errors fail as rt_compile does */
+void rt_compile_many(Runtime *rt, int n, const Program *const *ps, RtKernel **out);
 /* the host buffer for a BUFFER uop (shard -1 for single-device), allocated zeroed (or filled from
  * the graph's data) on first use */
 RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard);
