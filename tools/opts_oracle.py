@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """opts_oracle.py: record the opts tinygrad 0.11.0's hand_coded_optimizations picks for every kernel
 of some graphs, on its CPU renderer (no locals), as the oracle for tgc's port (tests/test_codegen.c
-reads testdata/opts/hand_coded.tsv).
+reads testdata/opts/hand_coded.tsv), or with --renderer opencl on its OpenCLRenderer (locals and
+shared memory: LOCAL, GROUP, GROUPTOP; testdata/opts/hand_coded_opencl.tsv).
 
   opts_oracle.py GRAPH... > hand_coded.tsv
+  opts_oracle.py --renderer opencl GRAPH... > hand_coded_opencl.tsv
+
+OpenCLRenderer() is made without a device (no OpenCL runtime is needed) and has no tensor cores, so
+the heuristic is the whole story there; CUDA's renderer would try tensor cores first (tgc has none).
 
 One line per compute kernel, in schedule order: the graph's file name, the kernel's index among the
 schedule's SINK kernels (each KERNEL once, as the expect files list them), tinygrad's kernel name without opts, and the opts as OP:AXIS:ARG joined by
@@ -30,7 +35,16 @@ def main(argv):
     got["opts"] = ",".join(f"{o.op.name}:{o.axis}:{o.arg if o.arg is not None else 0}" for o in r) or "-"
     raise _Stop()
   O.hand_coded_optimizations = spy
-  renderer = Device["CPU"].renderer
+  if argv[:1] == ["--renderer"] and len(argv) > 1:
+    if argv[1] == "opencl":
+      from tinygrad.renderer.cstyle import OpenCLRenderer
+      renderer = OpenCLRenderer()
+    elif argv[1] == "cpu": renderer = Device["CPU"].renderer
+    else:
+      print(f"opts_oracle.py: unknown renderer {argv[1]!r} (cpu or opencl)", file=sys.stderr)
+      return 2
+    argv = argv[2:]
+  else: renderer = Device["CPU"].renderer
   for path in argv:
     try:
       L = tgc_graph.load_graph(path, with_data=False)
