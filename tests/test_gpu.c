@@ -8,7 +8,10 @@
  *   opencl_host    for every numeric case, the generated host.c builds with -lOpenCL and reproduces
  *                  tinygrad's outputs (multi-device graphs too: one host buffer per shard)
  *   cuda_host      the generated CUDA host.c builds with -Wall -Werror against the toolkit (CI has no GPU)
- *   cuda_no_device without libcuda.so.1, `run -d cuda` fails TG_EDEVICE "no CUDA device" */
+ *   cuda_no_device without libcuda.so.1, `run -d cuda` fails TG_EDEVICE "no CUDA device"
+ *   thread_opts    LOCAL and GROUPTOP (given by hand) and the heuristic's matvec GROUP render as
+ *                  work-group indices, a __local/__shared__ buffer and a barrier, launch exactly, and
+ *                  (on PoCL) reproduce tinygrad's values */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -184,5 +187,66 @@ Test(gpu, cuda_no_device) {
     cr_expect(strstr(tg_last_error.msg, "no CUDA device") != NULL, "%s", tg_last_error.msg);
   }
   cr_expect(failed);
+  uop_ctx_free(top);
+}
+
+/* ---- thread_opts ---- */
+/* the single kernel of numeric case name lowered for target t under opts (NULL: the heuristic) */
+static Program *lower_case(const char *name, const KTarget *t, const char *opts) {
+  KOptCfg cfg = {KOPT_HEURISTIC, 0, {{0}}};
+  char why[256];
+  if (opts) cr_assert(kopt_parse(opts, &cfg, why, sizeof why), "%s", why);
+  Graph *g = graph_read_file(arena_printf(ga(), "%s/numeric/%s.graph.json", oracle(), name));
+  Schedule *s = driver_schedule(g);
+  for (int i = 0; i < s->nitems; i++)
+    if (s->items[i].ast->op == OP_SINK) return lower_kernel_for(s->items[i].ast, NULL, &cfg, t);
+  cr_assert_fail("%s has no kernel", name);
+  return NULL;
+}
+/* numeric case name run on OpenCL with opts for every kernel matches tinygrad's values */
+static void run_with_opts(const char *name, const char *opts) {
+  KOptCfg cfg;
+  char why[1024] = "";
+  cr_assert(kopt_parse(opts, &cfg, why, sizeof why), "%s", why);
+  lower_opt_config(&cfg);
+  bool ok = corpus_run_numeric(name, "opencl", why, sizeof why);
+  static const KOptCfg heuristic = {KOPT_HEURISTIC, 0, {{0}}};
+  lower_opt_config(&heuristic);
+  cr_expect(ok, "%s under %s: %s", name, opts, why);
+}
+Test(gpu, thread_opts, .timeout = 300) {
+  UCtx *top = uop_ctx_new();
+  /* LOCAL: 4 rows of the 64x48 matmul per work-group, no local memory */
+  Program *p = lower_case("numeric.matmul.59608b", &ktarget_opencl, "LOCAL:0:4");
+  RenderLaunch L;
+  render_launch(p, &render_opencl, &L);
+  cr_expect(L.exact && L.local[0] * L.local[1] * L.local[2] == 4, "local %lld %lld %lld", (long long)L.local[0], (long long)L.local[1], (long long)L.local[2]);
+  char *src = render_function(ga(), p, &render_opencl);
+  cr_expect(strstr(src, "get_local_id(0)") && strstr(src, "get_group_id(") && !strstr(src, "barrier("), "%s", src);
+  /* GROUPTOP: the matvec's 128-long reduce over 16 threads, partial sums through local memory */
+  p = lower_case("numeric.matvec.2f6e4e", &ktarget_opencl, "GROUPTOP:0:16");
+  src = render_function(ga(), p, &render_opencl);
+  cr_expect(strstr(src, "__local float temp0[16]") && strstr(src, "barrier(CLK_LOCAL_MEM_FENCE);") && strstr(src, "if (lidx0==0) {") &&
+            strstr(src, "get_local_id(0)"), "%s", src);
+  const char *bar = strstr(src, "barrier("), *store = strstr(src, "data0[");
+  cr_expect(bar && store && bar < store, "the result is stored after the barrier, inside the IF: %s", src);
+  render_launch(p, &render_opencl, &L);
+  cr_expect(L.exact && L.local[0] == 16 && L.size[0] == 256, "launch %lld x %lld", (long long)L.size[0], (long long)L.local[0]);
+  src = render_function(ga(), p, &render_cuda);
+  cr_expect(strstr(src, "__shared__ float temp0[16]") && strstr(src, "__syncthreads();") && strstr(src, "threadIdx.x") && strstr(src, "blockIdx.x"), "%s", src);
+  /* the heuristic on a GPU target: the matvec gets tinygrad's GROUP:0:8,LOCAL:0:4,UPCAST:0:4 */
+  p = lower_case("numeric.matvec.2f6e4e", &ktarget_opencl, NULL);
+  cr_expect_str_eq(kopt_format(ga(), p->nopts, p->opts), "GROUP:0:8,LOCAL:0:4,UPCAST:0:4");
+  /* ... and the C target keeps its own (no locals) */
+  p = lower_case("numeric.matvec.2f6e4e", &ktarget_c, NULL);
+  cr_expect(p->nspecial == 0 && !strstr(kopt_format(ga(), p->nopts, p->opts), "LOCAL"));
+  char w[256];
+  if (!rtcl_available(w, sizeof w)) { uop_ctx_free(top); cr_skip_test("%s", w); }
+  run_with_opts("numeric.matmul.59608b", "LOCAL:0:4");
+  run_with_opts("numeric.matmul.59608b", "LOCAL:1:16,UPCAST:0:4,UNROLL:0:4");
+  run_with_opts("numeric.matvec.2f6e4e", "GROUPTOP:0:16");
+  run_with_opts("numeric.matvec.2f6e4e", "GROUP:0:8,LOCAL:0:4,UPCAST:0:4");
+  run_with_opts("numeric.matvec.2f6e4e", "GROUPTOP:0:8,UPCAST:0:2,LOCAL:0:2");
+  run_with_opts("numeric.matmul.59608b", "SWAP:0:1,LOCAL:0:4");
   uop_ctx_free(top);
 }

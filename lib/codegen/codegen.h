@@ -11,12 +11,20 @@
  *              accumulator, its loops, and an update; stores that share output loops share them.
  * The kernel name is tinygrad's Kernel.name without opts (E_/r_ plus the merged loop sizes).
  *
- * Opts (opt.c): tinygrad's UPCAST and UNROLL (codegen/opt/kernel.py) on the merged axes the name
- * is made of, chosen by its hand_coded_optimizations for a target without local memory, or given
- * by hand. An UPCAST of an output axis by k lowers every STORE at k index vectors (R*k + j), the
+ * Opts (opt.c): tinygrad's UPCAST, UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS and SWAP
+ * (codegen/opt/kernel.py) on the merged axes the name is made of, chosen by its
+ * hand_coded_optimizations for the target (KTarget: the C backend has no local memory; OpenCL and
+ * CUDA have work-groups and shared memory), or given by hand. An UPCAST of an output axis by k lowers every STORE at k index vectors (R*k + j), the
  * REDUCEs they reach share their RANGEs and one loop nest; an UNROLL of a reduce axis by k feeds
  * the reduce's source at k index vectors to the accumulator in order (acc + v0 + v1 ..., as
- * tinygrad's reduce_to_acc); a REDUCE's value is then a VECTORIZE of them. */
+ * tinygrad's reduce_to_acc); a REDUCE's value is then a VECTORIZE of them.
+ *
+ * With thread opts (LOCAL, GROUP, GROUPTOP, SWAP) on a GPU target the kernel lowers as tinygrad's
+ * lowerer and add_gpudims do (lower.c, "thread lowering"): the GLOBAL axes become SPECIAL gidx
+ * indices (grouped into at most 3 launch dimensions), LOCAL and GROUP_REDUCE axes SPECIAL lidx
+ * (work-group) indices, and a grouped reduce runs in two stages: each thread's partial reduce is
+ * stored to a DEFINE_LOCAL buffer, a BARRIER, and the threads of group index 0 (an IF) reduce the
+ * partials and store the result. Program.launch says the launch dimensions. */
 #ifndef TGC_CODEGEN_H
 #define TGC_CODEGEN_H
 #include "../shape/shape.h"
@@ -28,12 +36,15 @@ typedef enum {
   LK_ACC,      /* u: a REDUCE; declare its accumulator with the reduce op's identity */
   LK_ACCUM,    /* u: a REDUCE, aux: the value; acc = op(acc, value) (an unroll: one per value, in order) */
   LK_STORE,    /* u: STORE(INDEX(buf, idx[, valid]), value) */
+  LK_BARRIER,  /* a work-group barrier (thread lowering) */
 } LKind;
+/* In the thread lowering an LK_LOOP/LK_ENDLOOP pair may also open an IF (u->op OP_IF, src[0] the
+ * condition): the block runs only where it holds. LOAD/STORE INDEXes may name a DEFINE_LOCAL. */
 typedef struct LInst { uint8_t kind; uint16_t depth; UOp *u, *aux; } LInst;
 
 /* an opt in tinygrad's Opt terms: UPCAST axis is a kernel axis (after the opts before it), UNROLL
  * axis an index into the reduce axes of size > 1; amt 0 is the whole axis */
-typedef enum { KOPT_UPCAST, KOPT_UNROLL } KOptOp;
+typedef enum { KOPT_UPCAST, KOPT_UNROLL, KOPT_LOCAL, KOPT_GROUP, KOPT_GROUPTOP, KOPT_NOLOCALS, KOPT_SWAP } KOptOp;
 typedef struct KOpt { uint8_t op; int axis, amt; } KOpt;
 enum { KOPT_MAX = 16 };
 /* which opts lower_kernel applies: the heuristic (the default), none (tinygrad's NOOPT), or a list
@@ -41,7 +52,19 @@ enum { KOPT_MAX = 16 };
 typedef enum { KOPT_HEURISTIC, KOPT_NONE, KOPT_LIST } KOptMode;
 typedef struct KOptCfg { KOptMode mode; int n; KOpt v[KOPT_MAX]; } KOptCfg;
 void lower_opt_config(const KOptCfg *cfg);   /* process-wide, like tinygrad's NOOPT/BEAM context */
-/* parse "UPCAST:0:4,UNROLL:0:0" (also "upcast"); false with why on a bad list */
+/* what a target offers the opts (tinygrad's Renderer fields) */
+typedef struct KTarget {
+  const char *name;
+  bool has_local, has_shared;
+  int64_t shared_max;                   /* bytes of local memory a grouped reduce may use */
+  int64_t global_max[3], local_max[3];  /* launch dimension limits */
+} KTarget;
+extern const KTarget ktarget_c, ktarget_opencl, ktarget_cuda;
+/* the target lower_kernel lowers for (process-wide, like lower_opt_config; ktarget_c by default) */
+void lower_target(const KTarget *t);
+const KTarget *lower_get_target(void);
+/* parse "UPCAST:0:4,UNROLL:0:0,LOCAL:0:4,NOLOCALS" (any case); false with why on a bad list (an
+ * opt the target cannot apply fails later, when lowering) */
 bool kopt_parse(const char *s, KOptCfg *out, char *why, size_t wn);
 /* "UPCAST:0:4,UNROLL:0:4" ("" for none) */
 const char *kopt_format(Arena *a, int n, const KOpt *v);
@@ -56,6 +79,12 @@ typedef struct Program {
   int nranges;                    /* RANGE ids used: 0..nranges-1 */
   int nopts; KOpt opts[KOPT_MAX]; /* the opts applied */
   int64_t upcast;                 /* the product of the upcast and unroll amounts (1: none) */
+  /* thread lowering: the launch (gsize work-groups of lsize threads per dimension, 1 where unused;
+   * nspecial 0: none, the renderer picks launch loops itself) and the local buffer */
+  int nspecial; UOp **specials;   /* SPECIALs (arg (name, size)): "gidx0".., "lidx0"..; "idx0".. under NOLOCALS */
+  int64_t gsize[3], lsize[3];
+  UOp *local_buf;                 /* DEFINE_LOCAL (arg "temp0", dtype ptr of its element type) or NULL */
+  int64_t local_n;                /* its element count */
 } Program;
 
 /* Kernel names seen so far in one compile (tinygrad's process-global Kernel.kernel_cnt). */
@@ -69,6 +98,10 @@ const char *lower_kernel_name(UOp *ast);
 Program *lower_kernel(UOp *ast, KNames *names);
 /* the same with these opts instead of the process-wide config (BEAM's candidates) */
 Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg);
+/* the same for target t instead of the process-wide one */
+Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTarget *t);
+/* the process-wide opts config */
+const KOptCfg *lower_get_opt_config(void);
 /* tinygrad's to_function_name: characters other than [A-Za-z0-9_] become two hex digits */
 const char *lower_function_name(Arena *a, const char *name);
 /* the reduce op's identity as a CONST of dt (ADD 0, MUL 1, MAX dtypes.min) */
@@ -93,13 +126,23 @@ typedef struct KAxes {
   int nf; const Sint *fsize;      /* lower's own axes (F) */
   int *lo, *hi;                   /* merged axis m is F axes kept[lo[m]..hi[m]] */
   int *kept;                      /* the F axes of size > 1 */
+  int red_itemsize;               /* the first reduce's (toposort) dtype itemsize; 0: no reduce */
+  bool parallel_reduces;          /* two REDUCE_AXIS reduce one axis (tinygrad refuses GROUP) */
+  int mv0, mv1;                   /* the first reduce is ADD(MUL(LOAD, LOAD)): the loads' ShapeTrackers, else -1 */
 } KAxes;
-/* tinygrad's hand_coded_optimizations (CPU: no locals); n opts into out */
-int kopt_heuristic(Arena *a, const KAxes *k, KOpt *out);
+/* tinygrad's hand_coded_optimizations for target t; n opts into out */
+int kopt_heuristic(Arena *a, const KAxes *k, const KTarget *t, KOpt *out);
 /* apply opts: per F axis the upcast/unroll factor (1: none) into fac, and grp[f] the first F axis of
  * a group that runs as one merged loop (a split that does not fall on whole F axes; fac of that
  * first axis is the group's), else -1; false with why when an opt does not apply (tinygrad's
  * KernelOptError) */
-bool kopt_factors(Arena *a, const KAxes *k, int n, const KOpt *v, int *fac, int *grp, char *why, size_t wn);
+bool kopt_factors(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int *fac, int *grp, char *why, size_t wn);
+/* the kernel's axes after opts v (thread lowering): in tinygrad's order, each with its type, size,
+ * merged axis m and its weight in m's index (m's index is the sum of its pieces' index times
+ * weight) */
+typedef enum { KAX_GLOBAL, KAX_LOCAL, KAX_LOOP, KAX_UPCAST, KAX_GROUP, KAX_REDUCE, KAX_UNROLL } KAxType;
+typedef struct KPiece { uint8_t type; int m; int64_t size, weight; } KPiece;
+typedef struct KPieces { int n; KPiece *v; bool nolocals; } KPieces;
+bool kopt_pieces(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, KPieces *out, char *why, size_t wn);
 
 #endif

@@ -13,7 +13,16 @@
  *
  * Linearizing places each value in the loop of the innermost RANGE it uses (hoisting everything
  * else out), on an explicit task stack: a scope is a loop body whose insertion point stays in
- * front of its open inner loop, so a value found late still lands before the loop that needs it. */
+ * front of its open inner loop, so a value found late still lands before the loop that needs it.
+ *
+ * Thread lowering (GPU targets with LOCAL/GROUP/GROUPTOP/SWAP opts, tinygrad's lowerer +
+ * add_gpudims): every merged axis' index is the sum of its pieces (kopt_pieces) times their
+ * weights, unravelled over the axes it merges; GLOBAL pieces read SPECIAL gidx indices, LOCAL and
+ * GROUP pieces lidx, UPCAST/UNROLL pieces constants (one index vector per combination), REDUCE
+ * pieces a RANGE per reduce. A grouped reduce stores each thread's partial value to the local
+ * buffer (those STOREs are linearized first), then a barrier, then the final stores open an IF
+ * (only the threads of group index 0) whose loads of the partials carry the IF as a source so they
+ * stay inside it; the IF is a scope like a loop (it has a RANGE-like id for the free-range sets). */
 #include "codegen.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +46,22 @@ typedef struct LCtx {
   const int *grp;        /* per full-shape axis: the first axis of its merged loop, or -1 */
   const Sint *fsz;       /* the full shape without opts (the axes fac and grp index) */
   Map rmap;              /* key(REDUCE_AXIS, axis) -> its RANGE, shared by every index it is asked at */
+  /* thread lowering (pc NULL: the loop lowering) */
+  const KPieces *pc;     /* the kernel's axes after opts */
+  const KAxes *kx;       /* merged axis m is F axes kx->kept[lo[m]..hi[m]] */
+  int *fm;               /* per F axis its merged axis (-1: size 1) */
+  UOp **pvar;            /* per piece: its SPECIAL index (GLOBAL, LOCAL, GROUP pieces) */
+  PtrVec specials;       /* the SPECIALs made */
+  int64_t gsize[3], lsize[3];
+  UOp *ifnode;           /* the grouped reduce's IF (NULL: none) */
+  UOp *lbuf;             /* its DEFINE_LOCAL */
+  const DType *lelem;    /* the local buffer's element type */
+  int64_t nslot;         /* partial-value slots used (one per reduce instance) */
+  PtrVec lstores;        /* STOREs of partial values into lbuf */
+  PtrVec grouped;        /* the REDUCE_AXIS nodes grouped */
+  PtrVec tloops;         /* RANGEs of symbolic GLOBAL axes (loops in every thread) */
+  Map redseen;           /* key(REDUCE_AXIS, F axis) seen */
+  PtrVec redaxes;        /* the F axis (intptr_t) of each distinct (REDUCE_AXIS, F axis) pair */
 } LCtx;
 
 static const SList *shape_of(LCtx *c, UOp *u) { return map_get(&c->shapes, u, uop_h(u), NULL); }
@@ -124,8 +149,9 @@ static bool sl_same(const SList *a, const SList *b) {
 /* the (idx, valid) of node u's ShapeTracker, once per node (tinygrad's Kernel.bufs are unique UOps) */
 static void rec_index(LCtx *c, UOp *u, UOp *idx, UOp *valid, const ShapeTracker *st) {
   bool isnew;
-  map_slot(&c->recd, u, uop_h(u), &isnew);
+  void **slot = map_slot(&c->recd, u, uop_h(u), &isnew);
   if (!isnew) return;
+  *slot = (void *)(intptr_t)(c->recs.n + 1);   /* where its triple is in recs, + 1 */
   vec_push(&c->recs, idx); vec_push(&c->recs, valid); vec_push(&c->recs, (void *)st);
 }
 static void set_raxis(LCtx *c, int64_t rid, int axis) {
@@ -166,6 +192,15 @@ static int reduce_axis_of(LCtx *c, UOp *r, int a, Sint size) {
   return (int)(intptr_t)*slot - 1;
 }
 
+/* reduce r reduces full-shape axis fa (for tinygrad's "parallel reduces" check: two reduces of one
+ * axis; a reduce over a swizzled source has axes of its own, as in tinygrad's full shape) */
+static void note_reduced(LCtx *c, UOp *r, int fa) {
+  UOp *key = uop2(OP_NOOP, dt_void, r, uop_const_int(dt_int, fa), v_str("tgc.reduced"));
+  bool isnew;
+  map_slot(&c->redseen, key, uop_h(key), &isnew);
+  if (isnew) vec_push(&c->redaxes, (void *)(intptr_t)fa);
+}
+
 /* the RANGE of axis a of reduce r (end: the loop count after an unroll), one per (r, a) so the
  * reduces an upcast makes of one REDUCE_AXIS run in one loop */
 static UOp *reduce_range(LCtx *c, UOp *r, int a, int fa, Sint end) {
@@ -190,6 +225,116 @@ static UOp *split_index(UOp *r, int64_t K, int64_t j) {
   return r ? u_simplify(u_add(u_muli(r, K), jc)) : jc;
 }
 
+
+/* ---------------------------------------------------------------- thread lowering: indices */
+/* merged axis m's index: the sum of val[p] * weight over its pieces p (val[p] NULL: not counted) */
+static UOp *merged_index(LCtx *c, int m, UOp *const *val) {
+  UOp *r = NULL;
+  for (int p = 0; p < c->pc->n; p++) {
+    if (c->pc->v[p].m != m || !val[p]) continue;
+    UOp *t = c->pc->v[p].weight == 1 ? val[p] : u_muli(val[p], c->pc->v[p].weight);
+    r = r ? u_add(r, t) : t;
+  }
+  return r ? u_simplify(r) : uop_const_int(dt_int, 0);
+}
+/* per F axis of merged axis m (into out, indexed by F axis): idx unravelled over their sizes */
+static void merged_unravel(LCtx *c, int m, UOp *idx, UOp **out) {
+  const KAxes *k = c->kx;
+  int n = k->hi[m] - k->lo[m] + 1;
+  if (n == 1) { out[k->kept[k->lo[m]]] = idx; return; }   /* its pieces cover exactly the axis */
+  Sint *sz = arena_alloc(c->a, sizeof(Sint) * (size_t)(n + 1));
+  UOp **o = arena_alloc(c->a, sizeof(UOp *) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) sz[i] = k->fsize[k->kept[k->lo[m] + i]];
+  SList sl = {n, sz};
+  unravel(&sl, idx, o);
+  for (int i = 0; i < n; i++) out[k->kept[k->lo[m] + i]] = o[i];
+}
+/* the linear index of pieces ps[0..n) (the first outermost) at values val, and their count */
+static UOp *pieces_linear(LCtx *c, int n, const int *ps, UOp *const *val, int64_t *count) {
+  UOp *r = NULL;
+  int64_t w = 1;
+  for (int i = n - 1; i >= 0; i--) {
+    UOp *t = w == 1 ? val[ps[i]] : u_muli(val[ps[i]], w);
+    r = r ? u_add(t, r) : t;
+    w *= c->pc->v[ps[i]].size;
+  }
+  *count = w;
+  return r ? u_simplify(r) : uop_const_int(dt_int, 0);
+}
+
+/* tinygrad's get_grouped_dims: launch dimensions dims[0..n) as at most 3 SPECIALs prefix0.. within
+ * max (adjacent dimensions merge while there are more than 3 or one is too large); out[i] the index
+ * of dims[i], sizes[d] the size of SPECIAL d; reverse: the last dimension is prefix0. false when
+ * they do not fit (tinygrad would also split a dimension: not ported) */
+static bool grouped_dims(LCtx *c, const char *prefix, int n, const int64_t *dims, const int64_t *max, bool reverse, UOp **out, int64_t *sizes) {
+  if (!n) return true;
+  int64_t *d = arena_alloc(c->a, sizeof(int64_t) * (size_t)n);
+  int *start = arena_alloc(c->a, sizeof(int) * (size_t)(n + 1));
+  for (int i = 0; i < n; i++) { d[i] = dims[reverse ? n - 1 - i : i]; start[i] = i; }
+  int ln = n;
+  for (;;) {
+    bool over = ln > 3;
+    for (int i = 0; i < ln && i < 3; i++) over |= d[i] > max[i];
+    if (!over) break;
+    int i = 0;
+    while (i < 3 && !(i < ln - 1 && d[i] * d[i + 1] <= max[i])) i++;
+    if (i == 3) return false;
+    d[i] *= d[i + 1];
+    for (int j = i + 1; j + 1 < ln; j++) { d[j] = d[j + 1]; start[j] = start[j + 1]; }
+    ln--;
+  }
+  start[ln] = n;
+  UOp **ret = arena_alloc(c->a, sizeof(UOp *) * (size_t)n);
+  for (int g = 0; g < ln; g++) {
+    UOp *sp = uop0(OP_SPECIAL, dt_int, v_tuplev(2, v_str(arena_printf(c->a, "%s%d", prefix, g)), v_int(d[g])));
+    vec_push(&c->specials, sp);
+    sizes[g] = d[g];
+    UOp *idx = sp;
+    for (int k = start[g]; k < start[g + 1]; k++) {
+      int64_t dk = dims[reverse ? n - 1 - k : k];
+      if (k + 1 < start[g + 1]) { ret[k] = u_simplify(u_modi(idx, dk)); idx = u_simplify(u_idivi(idx, dk)); }
+      else ret[k] = idx;
+    }
+  }
+  for (int i = 0; i < n; i++) out[reverse ? n - 1 - i : i] = ret[i];
+  return true;
+}
+/* SPECIAL indices for the GLOBAL (gidx, reversed; idx under NOLOCALS) and LOCAL/GROUP (lidx) pieces */
+static void thread_setup(LCtx *c, const KTarget *tg) {
+  const KPieces *pc = c->pc;
+  vec_init(&c->specials, c->a);
+  vec_init(&c->lstores, c->a);
+  vec_init(&c->grouped, c->a);
+  c->pvar = arena_alloc(c->a, sizeof(UOp *) * (size_t)(pc->n + 1));
+  int *gi = arena_alloc(c->a, sizeof(int) * (size_t)(pc->n + 1)), *li = arena_alloc(c->a, sizeof(int) * (size_t)(pc->n + 1)), ng = 0, nl = 0;
+  int64_t *gd = arena_alloc(c->a, sizeof(int64_t) * (size_t)(pc->n + 1)), *ld = arena_alloc(c->a, sizeof(int64_t) * (size_t)(pc->n + 1));
+  vec_init(&c->tloops, c->a);
+  for (int p = 0; p < pc->n; p++) {
+    const KPiece *x = &pc->v[p];
+    if (x->size < 1 && x->type == KAX_GLOBAL) {
+      /* a symbolic GLOBAL axis (never split) stays a loop in every thread: launch sizes are static */
+      c->pvar[p] = uop1(OP_RANGE, dt_int, si_uop(c->kx->size[x->m]), v_int(c->next_range++));
+      vec_push(&c->tloops, c->pvar[p]);
+      continue;
+    }
+    if (x->size < 1 && x->type != KAX_REDUCE) tg_fail(TG_EINTERNAL, "thread lowering: a symbolic split axis");
+    if (x->type == KAX_GLOBAL) { gi[ng] = p; gd[ng++] = x->size; }
+    else if (x->type == KAX_LOCAL || x->type == KAX_GROUP) { li[nl] = p; ld[nl++] = x->size; }
+    else if (x->type == KAX_LOOP) tg_fail(TG_EINTERNAL, "thread lowering: a LOOP axis");
+  }
+  UOp **go = arena_alloc(c->a, sizeof(UOp *) * (size_t)(ng + 1)), **lo = arena_alloc(c->a, sizeof(UOp *) * (size_t)(nl + 1));
+  for (int d = 0; d < 3; d++) c->gsize[d] = c->lsize[d] = 1;
+  if (!grouped_dims(c, pc->nolocals ? "idx" : "gidx", ng, gd, tg->global_max, true, go, c->gsize) ||
+      !grouped_dims(c, "lidx", nl, ld, tg->local_max, false, lo, c->lsize))
+    tg_fail(TG_EINTERNAL, "thread lowering: launch dimensions over the target's limits");
+  for (int i = 0; i < ng; i++) c->pvar[gi[i]] = go[i];
+  for (int i = 0; i < nl; i++) c->pvar[li[i]] = lo[i];
+  int nf = c->kx->nf;
+  c->fm = arena_alloc(c->a, sizeof(int) * (size_t)(nf + 1));
+  for (int f = 0; f < nf; f++) c->fm[f] = -1;
+  for (int m = 0; m < c->kx->n; m++) for (int i = c->kx->lo[m]; i <= c->kx->hi[m]; i++) c->fm[c->kx->kept[i]] = m;
+}
+
 /* ---------------------------------------------------------------- lowering */
 typedef struct Frame {
   UOp *node, *ikey, *key;
@@ -197,6 +342,7 @@ typedef struct Frame {
   UOp *done;                   /* result when no children are needed */
   UOp *valid;                  /* VIEW: mask to apply */
   int nr; UOp **ranges;        /* REDUCE_AXIS: the new RANGEs */
+  int ng; int *groups;         /* REDUCE_AXIS, thread lowering: its GROUP pieces */
   bool expanded;
 } Frame;
 
@@ -205,6 +351,105 @@ static UOp *bare_of(UOp *u) { return uop0((Op)u->op, u->dtype, u->arg); }
 static UOp *load_of(UOp *load, UOp *buf, UOp *idx, UOp *valid) {
   UOp *ix = is_true(valid) ? uop2(OP_INDEX, buf->dtype, buf, idx, NULL) : uop3(OP_INDEX, buf->dtype, buf, idx, valid, NULL);
   return uop1(OP_LOAD, load->dtype, ix, NULL);
+}
+
+/* REDUCE_AXIS u at index idx[0..n) under thread lowering: its merged axes' REDUCE pieces get a RANGE
+ * each, UNROLL pieces a child per combination, GROUP pieces their lidx (the partial value; the
+ * grouping stage follows in group_reduce) */
+static void prepare_reduce_threads(LCtx *c, Frame *f, UOp *u, UOp *const *idx, int n) {
+  const KPieces *pc = c->pc;
+  const SList *xs = shape_of(c, u->src[0]);
+  const Value *ax = u->arg->items[1];
+  { bool isnew; map_slot(&c->recd, u, uop_h(u), &isnew); if (isnew) vec_push(&c->reds, (void *)xs); }
+  int nf = c->kx->nf, nm = c->kx->n;
+  UOp **base = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
+  for (int k = 0; k < xs->n; k++) base[k] = k < n ? idx[k] : uop_const_int(dt_int, 0);
+  int *srcax = arena_alloc(c->a, sizeof(int) * (size_t)(nf + 1)), *mfa = arena_alloc(c->a, sizeof(int) * (size_t)(nm + 1));
+  bool *mine = arena_alloc(c->a, sizeof(bool) * (size_t)(nm + 1));
+  for (int i = 0; i < nf; i++) srcax[i] = -1;
+  for (int k = 0; k < ax->n; k++) {
+    int a = (int)ax->items[k]->i;
+    if (si_is_int(xs->v[a]) && xs->v[a].c == 1) { base[a] = uop_const_int(dt_int, 0); continue; }
+    int fa = reduce_axis_of(c, u, a, xs->v[a]);
+    if (fa >= nf || c->fm[fa] < 0) tg_fail(TG_EINTERNAL, "lower: a reduce axis outside the kernel's axes");
+    srcax[fa] = a; mine[c->fm[fa]] = true; mfa[c->fm[fa]] = fa;
+  }
+  for (int m = 0; m < nm; m++)
+    for (int i = c->kx->lo[m]; mine[m] && i <= c->kx->hi[m]; i++)
+      if (srcax[c->kx->kept[i]] < 0) tg_fail(TG_EINTERNAL, "lower: a reduce covers part of a merged axis");
+  UOp **val = arena_alloc(c->a, sizeof(UOp *) * (size_t)(pc->n + 1));
+  int *un = arena_alloc(c->a, sizeof(int) * (size_t)(pc->n + 1)), nu = 0;
+  f->ranges = arena_alloc(c->a, sizeof(UOp *) * (size_t)(pc->n + 1));
+  f->groups = arena_alloc(c->a, sizeof(int) * (size_t)(pc->n + 1));
+  f->nr = f->ng = 0;
+  int64_t combos = 1;
+  for (int p = 0; p < pc->n; p++) {
+    const KPiece *x = &pc->v[p];
+    if (!mine[x->m]) continue;
+    if (x->type == KAX_REDUCE) {   /* symbolic: the whole merged axis, never split */
+      val[p] = reduce_range(c, u, 2000 + p, mfa[x->m], x->size > 0 ? si(x->size) : c->kx->size[x->m]);
+      f->ranges[f->nr++] = val[p];
+    }
+    else if (x->type == KAX_GROUP) { val[p] = c->pvar[p]; f->groups[f->ng++] = p; }
+    else if (x->type == KAX_UNROLL) { un[nu++] = p; combos *= x->size; }
+    else tg_fail(TG_EINTERNAL, "lower: a reduce axis split into a %d piece", x->type);
+  }
+  f->nch = (int)combos;
+  f->chn = arena_alloc(c->a, sizeof(UOp *) * (size_t)combos);
+  f->chk = arena_alloc(c->a, sizeof(UOp *) * (size_t)combos);
+  UOp **fi = arena_alloc(c->a, sizeof(UOp *) * (size_t)(nf + 1));
+  for (int64_t t = 0; t < combos; t++) {
+    int64_t q = t;
+    for (int i = nu - 1; i >= 0; i--) { val[un[i]] = uop_const_int(dt_int, q % pc->v[un[i]].size); q /= pc->v[un[i]].size; }
+    UOp **ni = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
+    memcpy(ni, base, sizeof(UOp *) * (size_t)xs->n);
+    for (int m = 0; m < nm; m++) {
+      if (!mine[m]) continue;
+      merged_unravel(c, m, merged_index(c, m, val), fi);
+      for (int i = c->kx->lo[m]; i <= c->kx->hi[m]; i++) ni[srcax[c->kx->kept[i]]] = fi[c->kx->kept[i]];
+    }
+    f->chn[t] = u->src[0]; f->chk[t] = idx_key(xs->n, ni);
+  }
+}
+
+/* the grouping stage of REDUCE_AXIS u whose thread's partial value is part (tinygrad's
+ * get_optimized_ast local buffer + lower_store's BARRIER/IF): part goes to the local buffer at
+ * (slot, local thread, group member), and inside the IF (group index 0) a REDUCE over the group
+ * members' partials, read back after the barrier */
+static UOp *group_reduce(LCtx *c, UOp *u, const Frame *f, UOp *part) {
+  const KPieces *pc = c->pc;
+  if (!c->lbuf) {
+    /* half/bfloat16 partials are held as float already rounded to the type: stored as float */
+    c->lelem = u->dtype->scalar == SC_HALF || u->dtype->scalar == SC_BFLOAT16 ? dt_float : u->dtype;
+    c->lbuf = uop0(OP_DEFINE_LOCAL, dt_ptr(c->lelem, -1, AS_LOCAL), v_str("temp0"));
+    UOp *gate = NULL;
+    for (int p = 0; p < pc->n; p++) {
+      if (pc->v[p].type != KAX_GROUP) continue;
+      UOp *eq = uop2(OP_CMPEQ, dt_bool, c->pvar[p], uop_const_int(dt_int, 0), NULL);
+      gate = gate ? uop2(OP_AND, dt_bool, gate, eq, NULL) : eq;
+    }
+    c->ifnode = uop1(OP_IF, dt_void, gate, v_int(c->next_range++));
+  }
+  bool seen = false;
+  for (int i = 0; i < c->grouped.n; i++) seen |= c->grouped.v[i] == u;
+  if (!seen) vec_push(&c->grouped, u);
+  int *loc = arena_alloc(c->a, sizeof(int) * (size_t)(pc->n + 1)), nl = 0;
+  for (int p = 0; p < pc->n; p++) if (pc->v[p].type == KAX_LOCAL) loc[nl++] = p;
+  int64_t NL, NG;
+  UOp *lin = pieces_linear(c, nl, loc, c->pvar, &NL), *g1 = pieces_linear(c, f->ng, f->groups, c->pvar, &NG);
+  UOp *row = u_simplify(u_add(u_muli(uop_const_int(dt_int, c->nslot++), NL), lin));
+  UOp *ix1 = uop2(OP_INDEX, c->lbuf->dtype, c->lbuf, u_simplify(u_add(u_muli(row, NG), g1)), NULL);
+  vec_push(&c->lstores, uop2(OP_STORE, dt_void, ix1, part, NULL));
+  UOp **val = arena_alloc(c->a, sizeof(UOp *) * (size_t)(pc->n + 1));
+  UOp **s = arena_alloc(c->a, sizeof(UOp *) * (size_t)(f->ng + 2));
+  for (int k = 0; k < f->ng; k++) {
+    int p = f->groups[k];
+    val[p] = s[1 + k] = reduce_range(c, u, 3000 + p, c->kx->kept[c->kx->lo[pc->v[p].m]], si(pc->v[p].size));
+  }
+  UOp *g2 = pieces_linear(c, f->ng, f->groups, val, &NG);
+  UOp *ix2 = uop2(OP_INDEX, c->lbuf->dtype, c->lbuf, u_simplify(u_add(u_muli(row, NG), g2)), NULL);
+  s[0] = uop2(OP_LOAD, c->lelem, ix2, c->ifnode, NULL);
+  return uop_new(OP_REDUCE, u->dtype, f->ng + 1, s, v_ops(u->arg->items[0]->op), NULL);
 }
 
 /* fill f's children (or f->done) for node at index vector ikey */
@@ -258,6 +503,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
     return;
   }
   case OP_REDUCE_AXIS: {
+    if (c->pc) { prepare_reduce_threads(c, f, u, idx, n); return; }
     /* the reduced axes get their RANGEs; an unrolled one (factor K) is asked at r*K + j for every
      * j, and the source's values at those index vectors are folded with the reduce op */
     const SList *xs = shape_of(c, u->src[0]);
@@ -277,6 +523,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
       gfa[k] = -1; gl[k] = -1;
       if (si_is_int(xs->v[a]) && xs->v[a].c == 1) continue;
       gfa[k] = reduce_axis_of(c, u, a, xs->v[a]);
+      note_reduced(c, u, gfa[k]);
       if (c->grp && gfa[k] < c->nfac) gl[k] = c->grp[gfa[k]];
     }
     int *gax = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1));
@@ -409,6 +656,7 @@ static UOp *lower_value(LCtx *c, UOp *node, UOp *ikey) {
         memcpy(s + 1, f->ranges, sizeof(UOp *) * (size_t)f->nr);
         r = uop_new(OP_REDUCE, u->dtype, f->nr + 1, s, v_ops(u->arg->items[0]->op), NULL);
       }
+      if (f->ng) r = group_reduce(c, u, f, r);
     } else r = uop_new((Op)u->op, u->dtype, u->nsrc, vals, u->arg, NULL);
     map_put(&c->memo, f->key, uop_h(f->key), r);
   }
@@ -474,6 +722,42 @@ static UOp *lower_store(LCtx *c, UOp *s, int64_t t) {
   srcs[0] = is_true(valid) ? uop2(OP_INDEX, buf->dtype, buf, fi, NULL) : uop3(OP_INDEX, buf->dtype, buf, fi, valid, NULL);
   srcs[1] = lower_value(c, s->src[1], idx_key(sh.n, g));
   return uop_new(OP_STORE, dt_void, 2 + nr, srcs, NULL, NULL);
+}
+
+/* thread lowering: STORE at upcast combination t (the digits of the UPCAST pieces, the last
+ * fastest); output axes read their GLOBAL/LOCAL SPECIALs; no RANGEs (the IF is added later) */
+static UOp *lower_store_threads(LCtx *c, UOp *s, int64_t t) {
+  const KPieces *pc = c->pc;
+  UOp *view = s->src[0];
+  if (view->op != OP_VIEW || view->src[0]->op != OP_DEFINE_GLOBAL) tg_fail(TG_EINPUT, "STORE target is not a VIEW of a DEFINE_GLOBAL");
+  SList sh = st_shape(view->arg->st);
+  UOp **val = arena_alloc(c->a, sizeof(UOp *) * (size_t)(pc->n + 1));
+  for (int p = pc->n - 1; p >= 0; p--) {
+    const KPiece *x = &pc->v[p];
+    if (x->type == KAX_UPCAST) { val[p] = uop_const_int(dt_int, t % x->size); t /= x->size; }
+    else if (x->type == KAX_GLOBAL || x->type == KAX_LOCAL) val[p] = c->pvar[p];
+  }
+  int nf = c->kx->nf;
+  UOp **fi = arena_alloc(c->a, sizeof(UOp *) * (size_t)(nf + 1));
+  for (int m = 0; m < c->kx->n; m++) if (!c->kx->reduce[m]) merged_unravel(c, m, merged_index(c, m, val), fi);
+  UOp **g = arena_alloc(c->a, sizeof(UOp *) * (size_t)(sh.n + 1));
+  for (int i = 0; i < sh.n; i++) {
+    if (si_is_int(sh.v[i]) && sh.v[i].c == 1) { g[i] = uop_const_int(dt_int, 0); continue; }
+    if (i >= nf || !fi[i]) tg_fail(TG_EINTERNAL, "lower: store axis %d has no index", i);
+    g[i] = fi[i];
+  }
+  UOp *fx, *valid;
+  st_to_indexed_uops(view->arg->st, g, &fx, &valid);
+  c->out_rec = c->recs.n;
+  rec_index(c, s, fx, valid, view->arg->st);
+  c->out_idx = fx; c->out_valid = valid;
+  UOp *buf = view->src[0];
+  UOp *ix = is_true(valid) ? uop2(OP_INDEX, buf->dtype, buf, fx, NULL) : uop3(OP_INDEX, buf->dtype, buf, fx, valid, NULL);
+  UOp **srcs = arena_alloc(c->a, sizeof(UOp *) * (size_t)(c->tloops.n + 3));
+  srcs[0] = ix;
+  srcs[1] = lower_value(c, s->src[1], idx_key(sh.n, g));
+  for (int i = 0; i < c->tloops.n; i++) srcs[2 + i] = c->tloops.v[i];
+  return uop_new(OP_STORE, dt_void, 2 + c->tloops.n, srcs, NULL, NULL);
 }
 
 UOp *lower_identity(Op op, const DType *dt) {
@@ -547,7 +831,7 @@ static void compute_fr(Lin *l, UList topo) {
       const uint64_t *sb = fr_of(l, u->src[k]);
       if (sb) for (int w = 0; w < l->nw; w++) b[w] |= sb[w];
     }
-    if (u->op == OP_RANGE) b[u->arg->i >> 6] |= 1ull << (u->arg->i & 63);
+    if (u->op == OP_RANGE || u->op == OP_IF) b[u->arg->i >> 6] |= 1ull << (u->arg->i & 63);
     if (u->op == OP_REDUCE) {
       for (int k = 1; k < u->nsrc; k++) b[u->src[k]->arg->i >> 6] &= ~(1ull << (u->src[k]->arg->i & 63));
       UOp *key = idx_key(u->nsrc - 1, u->src + 1);
@@ -580,7 +864,10 @@ static int level_try(Lin *l, UOp *u) {
 enum { T_EMIT, T_FINISH, T_RED_END };
 typedef struct Task { uint8_t kind; int lv; UOp *u; Scope **saved; int nsaved; UOp **grp; int ng; } Task;
 
-static bool inline_op(Op op) { return op == OP_CONST || op == OP_DEFINE_VAR || op == OP_RANGE || op == OP_DEFINE_GLOBAL; }
+/* printed where used (an IF: its condition is a value before it; the IF itself is a scope) */
+static bool inline_op(Op op) {
+  return op == OP_CONST || op == OP_DEFINE_VAR || op == OP_RANGE || op == OP_DEFINE_GLOBAL || op == OP_SPECIAL || op == OP_DEFINE_LOCAL || op == OP_IF;
+}
 
 /* the task stack, grown (in the arena) so that `more` pushes fit */
 typedef struct Tasks { Task *t; int n, cap; } Tasks;
@@ -730,7 +1017,37 @@ static void raw_strides(const ShapeTracker *st, int nf, StAxis *row) {
 /* Kernel.__init__'s sts (the output, every buffer, each of the nred reduces' output and input, the
  * full shape with 0 strides) through simplify_ones + simplify_merge_adjacent: the axes the name and
  * the opts see */
-static void kernel_axes(LCtx *c, KAxes *k) {
+/* the ShapeTracker index kernel_axes gives the buffer recorded for AST node u (-1: none) */
+static int st_index_of(LCtx *c, UOp *u) {
+  intptr_t q = (intptr_t)map_get(&c->recd, u, uop_h(u), NULL) - 1;
+  if (q < 0 || q % 3) return -1;
+  if (q == c->out_rec) return 0;
+  return 1 + (int)(q / 3) - (c->out_rec < q ? 1 : 0);
+}
+/* a LOAD in tinygrad's AST after its view pushes: a LOAD, or a VIEW right over one */
+static bool is_load(UOp *u) { return u->op == OP_LOAD || (u->op == OP_VIEW && u->src[0]->op == OP_LOAD); }
+
+/* what the GPU heuristic reads of the reduces (Kernel.reduceop is the first REDUCE_AXIS in toposort) */
+static void reduce_facts(LCtx *c, UList topo, KAxes *k) {
+  k->red_itemsize = 0; k->parallel_reduces = false; k->mv0 = k->mv1 = -1;
+  UOp *first = NULL;
+  for (int i = 0; i < topo.n && !first; i++) if (topo.v[i]->op == OP_REDUCE_AXIS) first = topo.v[i];
+  /* tinygrad reads axis_arg in the full shape its view rewrites give every reduce: here, the full
+   * shape axes each reduce got (note_reduced) */
+  for (int i = 0; i < c->redaxes.n; i++)
+    for (int j = 0; j < i; j++) k->parallel_reduces |= c->redaxes.v[i] == c->redaxes.v[j];
+  if (!first) return;
+  k->red_itemsize = first->dtype->itemsize;
+  UOp *mul = first->src[0];
+  while (mul->op == OP_VIEW && mul->src[0]->op != OP_LOAD) mul = mul->src[0];   /* tinygrad pushes it to the loads */
+  if (first->arg->items[0]->op == OP_ADD && mul->op == OP_MUL && is_load(mul->src[0]) && is_load(mul->src[1])) {
+    k->mv0 = st_index_of(c, mul->src[0]);
+    k->mv1 = st_index_of(c, mul->src[1]);
+    if (k->mv0 < 0 || k->mv1 < 0) k->mv0 = k->mv1 = -1;
+  }
+}
+
+static void kernel_axes(LCtx *c, UList topo, KAxes *k) {
   int nf = c->nf, nred = c->reds.n, nbuf = (c->recs.n - 3) / 3;
   int nst = 1 + nbuf + 2 * nred + 1;
   StAxis **ax = arena_alloc(c->a, sizeof(StAxis *) * (size_t)nst);
@@ -816,6 +1133,7 @@ static void kernel_axes(LCtx *c, KAxes *k) {
   }
   *k = (KAxes){.n = rn, .size = size, .reduce = red, .nst = nst, .st = st,
                .nf = c->nf, .fsize = c->F, .lo = lo, .hi = hi, .kept = kept};
+  reduce_facts(c, topo, k);
 }
 
 /* Kernel.name: "r" with a reduce else "E", the store count when > 1, and the merged full shape */
@@ -858,9 +1176,11 @@ static int cmp_var(const void *a, const void *b) {
 static KOptCfg opt_cfg = {KOPT_HEURISTIC, 0, {{0}}};
 void lower_opt_config(const KOptCfg *cfg) { opt_cfg = *cfg; }
 
-/* lower every STORE of ast (at every upcast index vector when fac is given) into c */
-static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const KAxes *k, int *nstores, UOp ***stores_out) {
-  *c = (LCtx){.a = a, .fac = fac, .grp = grp, .nfac = k ? k->nf : 0, .fsz = k ? k->fsize : NULL};
+/* lower every STORE of ast (at every upcast index vector when fac is given, thread lowering when pc
+ * is) into c */
+static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const KAxes *k, const KPieces *pc,
+                       const KTarget *tg, int *nstores, UOp ***stores_out) {
+  *c = (LCtx){.a = a, .fac = fac, .grp = grp, .nfac = k ? k->nf : 0, .fsz = k ? k->fsize : NULL, .pc = pc, .kx = k};
   map_init(&c->shapes, a);
   map_init(&c->memo, a);
   map_init(&c->rmap, a);
@@ -875,6 +1195,8 @@ static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, 
   }
   c->next_range = maxd;
   map_init(&c->newaxis, a);
+  map_init(&c->redseen, a);
+  vec_init(&c->redaxes, a);
   vec_init(&c->recs, a);
   vec_init(&c->reds, a);
   const SList *osh = shape_of(c, ast->src[ast->nsrc - 1]->src[0]);
@@ -882,31 +1204,73 @@ static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, 
   c->oshape = osh ? osh->v : NULL;
   for (int i = 0; i < c->nout; i++) add_axis(c, osh->v[i], false);
   for (int i = 0; i < maxd; i++) set_raxis(c, i, i < c->nout ? i : -1);
-  int64_t combos = osh ? store_combos(c, sl(osh->n, osh->v)) : 1;
-  for (int i = 0; i < ast->nsrc; i++)
-    if (store_combos(c, st_shape(ast->src[i]->src[0]->arg->st)) != combos) tg_fail(TG_EINTERNAL, "lower: stores of different shapes under opts");
+  int64_t combos = 1;
+  if (pc) {
+    thread_setup(c, tg);
+    for (int p = 0; p < pc->n; p++) if (pc->v[p].type == KAX_UPCAST) combos *= pc->v[p].size;
+  } else {
+    combos = osh ? store_combos(c, sl(osh->n, osh->v)) : 1;
+    for (int i = 0; i < ast->nsrc; i++)
+      if (store_combos(c, st_shape(ast->src[i]->src[0]->arg->st)) != combos) tg_fail(TG_EINTERNAL, "lower: stores of different shapes under opts");
+  }
   int ns = (int)(ast->nsrc * combos);
   UOp **stores = arena_alloc(a, sizeof(UOp *) * (size_t)(ns + 1));
   for (int64_t t = 0; t < combos; t++)
-    for (int i = 0; i < ast->nsrc; i++) stores[t * ast->nsrc + i] = lower_store(c, ast->src[i], t);
+    for (int i = 0; i < ast->nsrc; i++) stores[t * ast->nsrc + i] = pc ? lower_store_threads(c, ast->src[i], t) : lower_store(c, ast->src[i], t);
+  if (pc && c->ifnode) {
+    /* a grouped reduce: every final store runs inside its IF (inside the symbolic axes' loops, which
+     * every thread runs alike); the grouped reduce may not sit in another reduce (tinygrad goes
+     * through local memory once more there: not ported) */
+    for (int i = 0; i < topo.n; i++) {
+      if (topo.v[i]->op != OP_REDUCE_AXIS) continue;
+      UList in = uop_toposort(topo.v[i]->src[0], NULL, NULL);
+      for (int q = 0; q < in.n; q++)
+        for (int g = 0; g < c->grouped.n; g++)
+          if (in.v[q] == c->grouped.v[g]) tg_fail(TG_EINTERNAL, "lower: a grouped reduce inside another reduce");
+    }
+    int64_t bytes = c->nslot * c->lelem->itemsize;
+    for (int p = 0; p < pc->n; p++) if (pc->v[p].type == KAX_LOCAL || pc->v[p].type == KAX_GROUP) bytes *= pc->v[p].size;
+    if (bytes > tg->shared_max) tg_fail(TG_EINTERNAL, "lower: %lld bytes of local memory", (long long)bytes);
+    for (int i = 0; i < ns; i++) {
+      UOp **srcs = arena_alloc(a, sizeof(UOp *) * (size_t)(stores[i]->nsrc + 2));
+      memcpy(srcs, stores[i]->src, sizeof(UOp *) * (size_t)stores[i]->nsrc);
+      srcs[stores[i]->nsrc] = c->ifnode;
+      stores[i] = uop_new(OP_STORE, dt_void, stores[i]->nsrc + 1, srcs, NULL, NULL);
+    }
+  }
   *nstores = ns; *stores_out = stores;
+  if (pc && c->lstores.n) {   /* the partial values' stores are part of the kernel too */
+    UOp **all = arena_alloc(a, sizeof(UOp *) * (size_t)(ns + c->lstores.n + 1));
+    memcpy(all, stores, sizeof(UOp *) * (size_t)ns);
+    memcpy(all + ns, c->lstores.v, sizeof(UOp *) * (size_t)c->lstores.n);
+    return uop_sink(ns + c->lstores.n, all, NULL);
+  }
   return uop_sink(ns, stores, NULL);
 }
 
 /* lower_pass with opts; NULL (tg_last_error says why) when a TG_EINTERNAL check refuses them */
-static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const KAxes *k, int *nstores, UOp ***stores) {
+static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const KAxes *k, const KPieces *pc,
+                           const KTarget *tg, int *nstores, UOp ***stores) {
   UOp *volatile r = NULL;
   TgTry t;
   if (TG_TRY(t)) {
-    r = lower_pass(c, a, ast, topo, fac, grp, k, nstores, stores);
+    r = lower_pass(c, a, ast, topo, fac, grp, k, pc, tg, nstores, stores);
     if (c->nf != k->nf) tg_fail(TG_EINTERNAL, "opts changed the kernel's axes");
     tg_try_end(&t);
-  } else if (tg_last_error.code != TG_EINTERNAL) tg_fail(tg_last_error.code, "%s", tg_last_error.msg);
+  } else if (tg_last_error.code != TG_EINTERNAL) {
+    char msg[sizeof tg_last_error.msg];   /* tg_fail formats into tg_last_error.msg */
+    snprintf(msg, sizeof msg, "%s", tg_last_error.msg);
+    tg_fail(tg_last_error.code, "%s", msg);
+  }
   return r;
 }
 
-/* the opts for this kernel (the heuristic's or the user's), as factors on c's axes; n = 0: none */
-static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, KOpt *opts, int **fac, int **grp) {
+static bool thread_opt(const KOpt *o) { return o->op == KOPT_LOCAL || o->op == KOPT_GROUP || o->op == KOPT_GROUPTOP || o->op == KOPT_SWAP; }
+
+/* the opts for this kernel (the heuristic's or the user's), as factors on c's axes or (opts with
+ * thread indices) as pieces; n = 0: none */
+static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, const KTarget *tg, KOpt *opts, int **fac, int **grp, KPieces *pc) {
+  pc->v = NULL;
   if (cfg->mode == KOPT_NONE) return 0;
   /* stores of another shape than the output's, or more than one: keep tinygrad's NOOPT loops */
   for (int i = 0; i + 1 < ast->nsrc; i++) {
@@ -916,40 +1280,76 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, KO
   }
   int n;
   if (cfg->mode == KOPT_LIST) { n = cfg->n; memcpy(opts, cfg->v, sizeof(KOpt) * (size_t)n); }
-  else n = kopt_heuristic(c->a, k, opts);
+  else n = kopt_heuristic(c->a, k, tg, opts);
   if (!n) return 0;
+  char why[256];
+  bool threads = false;
+  for (int i = 0; i < n; i++) threads |= thread_opt(&opts[i]);
+  if (threads) {
+    if (!kopt_pieces(c->a, k, tg, n, opts, pc, why, sizeof why)) {
+      if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
+      return 0;
+    }
+    return n;
+  }
   *fac = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
   *grp = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
-  char why[256];
-  if (!kopt_factors(c->a, k, n, opts, *fac, *grp, why, sizeof why)) {
+  if (!kopt_factors(c->a, k, tg, n, opts, *fac, *grp, why, sizeof why)) {
     if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
     return 0;
   }
   return n;
 }
 
-Program *lower_kernel(UOp *ast, KNames *names) { return lower_kernel_with(ast, names, &opt_cfg); }
+static const KTarget *cur_target = &ktarget_c;
+void lower_target(const KTarget *t) { cur_target = t ? t : &ktarget_c; }
+const KTarget *lower_get_target(void) { return cur_target; }
+const KOptCfg *lower_get_opt_config(void) { return &opt_cfg; }
 
-Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) {
+Program *lower_kernel(UOp *ast, KNames *names) { return lower_kernel_for(ast, names, &opt_cfg, cur_target); }
+Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) { return lower_kernel_for(ast, names, cfg, cur_target); }
+
+Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTarget *tg) {
   if (ast->op != OP_SINK) tg_fail(TG_EINPUT, "kernel AST root is %s, not SINK", op_names[ast->op]);
   Arena *a = ga();
   LCtx c;
   UList topo = uop_toposort(ast, NULL, NULL);
   int nst;
   UOp **stores;
-  UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, &nst, &stores);
+  UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, NULL, tg, &nst, &stores);
   bool has_reduce = c.reds.n > 0;
   KAxes kx;
-  kernel_axes(&c, &kx);
+  kernel_axes(&c, topo, &kx);
   const char *nm = kernel_name(&c, ast, has_reduce, &kx);
   KOpt opts[KOPT_MAX];
-  int *fac = NULL, *grp = NULL, nopt = choose_opts(&c, ast, &kx, cfg, opts, &fac, &grp);
+  KPieces pc;
+  int *fac = NULL, *grp = NULL, nopt = choose_opts(&c, ast, &kx, cfg, tg, opts, &fac, &grp, &pc);
+  bool threads = false;
   if (nopt) {
     LCtx c2;
     int nst2;
-    UOp **stores2, *l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, &kx, &nst2, &stores2);
-    if (l2) { c = c2; lsink = l2; nst = nst2; stores = stores2; }
-    else if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opts %s: %s", kopt_format(a, nopt, opts), tg_last_error.msg);
+    UOp **stores2, *l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, &kx, pc.v ? &pc : NULL, tg, &nst2, &stores2);
+    if (!l2 && getenv("TGC_DEBUG_OPTS")) fprintf(stderr, "opts: %s do not lower: %s\n", kopt_format(a, nopt, opts), tg_last_error.msg);
+    if (!l2 && pc.v && cfg->mode != KOPT_LIST) {
+      /* the heuristic's thread opts do not lower here: its UPCAST/UNROLL ones alone (LOCALs and
+       * GROUPs come after them or, for the matvec's, move no axis it names) */
+      int m = 0;
+      for (int i = 0; i < nopt; i++) if (!thread_opt(&opts[i])) opts[m++] = opts[i];
+      KOptCfg sub = {KOPT_LIST, m, {{0}}};
+      memcpy(sub.v, opts, sizeof(KOpt) * (size_t)m);
+      char why[256];
+      fac = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
+      grp = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
+      nopt = m && kopt_factors(a, &kx, tg, m, opts, fac, grp, why, sizeof why) ? m : 0;
+      pc.v = NULL;
+      if (nopt) l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, &kx, NULL, tg, &nst2, &stores2);
+    }
+    if (l2) { c = c2; lsink = l2; nst = nst2; stores = stores2; threads = pc.v != NULL; }
+    else if (cfg->mode == KOPT_LIST) {
+      char msg[sizeof tg_last_error.msg];
+      snprintf(msg, sizeof msg, "%s", tg_last_error.msg);
+      tg_fail(TG_EINPUT, "opts %s: %s", kopt_format(a, nopt, opts), msg);
+    }
     else nopt = 0;   /* the heuristic's opts do not lower here: the kernel keeps its NOOPT loops */
   }
 
@@ -961,6 +1361,14 @@ Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) {
   compute_fr(&l, ltopo);
   Scope *root = scope_new(&l, NULL);
   l.ctx[0] = root; l.d = 0;
+  bool grouped = threads && c.lstores.n;
+  if (grouped) {
+    /* inside the symbolic axes' loops: the partial values go to local memory first, then the
+     * barrier, then the IF's stores (and a barrier before the next iteration's partials) */
+    for (int i = 0; i < c.tloops.n; i++) open_loop(&l, c.tloops.v[i]);
+    for (int i = 0; i < c.lstores.n; i++) emit(&l, c.lstores.v[i]);
+    scope_insert(&l, l.ctx[l.d], (Item){LK_BARRIER, NULL, NULL, NULL}, false);
+  }
   for (int i = 0; i < nst; i++) {
     UOp *s = stores[i];
     int nr = s->nsrc - 2, p = 0;
@@ -968,6 +1376,10 @@ Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) {
     while (l.d > p) close_loop(&l);
     for (int k = p; k < nr; k++) open_loop(&l, s->src[2 + k]);
     emit(&l, s);
+  }
+  if (grouped && c.tloops.n) {
+    while (l.d > c.tloops.n) close_loop(&l);
+    scope_insert(&l, l.ctx[l.d], (Item){LK_BARRIER, NULL, NULL, NULL}, false);
   }
   while (l.d > 0) close_loop(&l);
 
@@ -982,7 +1394,26 @@ Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) {
   pg->nopts = nopt;
   if (nopt) memcpy(pg->opts, opts, sizeof(KOpt) * (size_t)nopt);
   pg->upcast = 1;
-  for (int f = 0; nopt && f < kx.nf; f++) if (grp[f] < 0 || grp[f] == f) pg->upcast *= fac[f];
+  for (int f = 0; nopt && !threads && f < kx.nf; f++) if (grp[f] < 0 || grp[f] == f) pg->upcast *= fac[f];
+  for (int p = 0; threads && p < pc.n; p++) if (pc.v[p].type == KAX_UPCAST || pc.v[p].type == KAX_UNROLL) pg->upcast *= pc.v[p].size;
+  for (int d = 0; d < 3; d++) pg->gsize[d] = pg->lsize[d] = 1;
+  if (threads) {
+    /* the SPECIALs the kernel uses, gidx before lidx, by dimension */
+    pg->specials = arena_alloc(a, sizeof(UOp *) * (size_t)(c.specials.n + 1));
+    for (int i = 0; i < c.specials.n; i++) {
+      bool used = false;
+      for (int k = 0; k < ltopo.n && !used; k++) used = ltopo.v[k] == c.specials.v[i];
+      if (used) pg->specials[pg->nspecial++] = c.specials.v[i];
+    }
+    memcpy(pg->gsize, c.gsize, sizeof pg->gsize);
+    memcpy(pg->lsize, c.lsize, sizeof pg->lsize);
+    if (pc.nolocals) for (int d = 0; d < 3; d++) pg->lsize[d] = 1;
+    pg->local_buf = c.lbuf;
+    int64_t nl = c.nslot;
+    for (int p = 0; c.lbuf && p < pc.n; p++) if (pc.v[p].type == KAX_LOCAL || pc.v[p].type == KAX_GROUP) nl *= pc.v[p].size;
+    pg->local_n = c.lbuf ? nl : 0;
+    if (!pg->nspecial) { pg->specials = NULL; }
+  }
 
   /* parameters: DEFINE_GLOBALs by slot, DEFINE_VARs by name */
   PtrVec gl, vs;

@@ -1,38 +1,61 @@
-/* opt.c: tinygrad 0.11.0's kernel opts UPCAST and UNROLL (codegen/opt/kernel.py apply_opt and
- * shift_to) and its hand_coded_optimizations (codegen/opt/heuristic.py) for a target without local
- * memory, on a model of the Kernel's axes (KAxes: after simplify_ones + simplify_merge_adjacent).
+/* opt.c: tinygrad 0.11.0's kernel opts (codegen/opt/kernel.py apply_opt and shift_to: UPCAST,
+ * UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS, SWAP, with its KernelOptError checks) and its
+ * hand_coded_optimizations (codegen/opt/heuristic.py), for a target without local memory (the C
+ * backend) or with it (OpenCL, CUDA: KTarget), on a model of the Kernel's axes (KAxes: after
+ * simplify_ones + simplify_merge_adjacent).
  *
  * The model keeps what the heuristic reads: per axis its size, type and the merged axis it came
  * from, and per ShapeTracker views[-1].strides, whether real_strides() knows the stride, and
- * axis_is_masked. shift_to splits an axis into (size/amt, amt) and moves the amt part to insert_at;
- * the outer part's strides scale by amt; then axes of size 1 go (simplify_ones). kopt_factors then turns the splits into a factor per axis
- * of lower.c (innermost axis of a merged group first), which is what lowering needs. */
+ * axis_is_masked. shift_to splits an axis into (size/amt, amt) (GROUPTOP: (amt, size/amt)) and
+ * moves the amt part to insert_at; the other part's strides scale by amt; then axes of size 1 go
+ * (simplify_ones). Each axis also keeps its weight in its merged axis (the merged index is the sum
+ * of its pieces' index times weight), which is all a lowering with thread indices needs
+ * (kopt_pieces). kopt_factors turns UPCAST/UNROLL splits into a factor per axis of lower.c
+ * (innermost axis of a merged group first), which is what the loop lowering needs. */
 #include "codegen.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-enum { AX_LOOP, AX_REDUCE, AX_UPCAST, AX_UNROLL };
+enum { AX_GLOBAL = KAX_GLOBAL, AX_LOCAL = KAX_LOCAL, AX_LOOP = KAX_LOOP, AX_UPCAST = KAX_UPCAST, AX_GROUP = KAX_GROUP,
+       AX_REDUCE = KAX_REDUCE, AX_UNROLL = KAX_UNROLL };
 
-typedef struct MAxis { int64_t size; /* -1: symbolic */ uint8_t type; int origin; /* the merged axis */ } MAxis;
+/* tinygrad's Renderer fields the opts read: OpenCLRenderer and CUDARenderer (global/local maxima
+ * for the launch dimensions, cstyle.py), ClangRenderer (no locals; shared_max the Renderer default) */
+const KTarget ktarget_c = {"c", false, false, 32768, {0, 0, 0}, {0, 0, 0}};
+const KTarget ktarget_opencl = {"opencl", true, true, 32768, {0x8FFFFFFF, 0x8FFFFFFF, 0x8FFFFFFF}, {0x8FFFFFFF, 0x8FFFFFFF, 0x8FFFFFFF}};
+const KTarget ktarget_cuda = {"cuda", true, true, 49152, {2147483647, 65535, 65535}, {1024, 1024, 64}};
+
+typedef struct MAxis {
+  int64_t size;             /* -1: symbolic */
+  uint8_t type;
+  int origin;               /* the merged axis */
+  int64_t weight;           /* this piece's index counts weight in the merged axis' index */
+} MAxis;
 typedef struct Model {
   int n, cap, nst;
   MAxis *ax;
   KStAx **st;               /* st[t][i]: ShapeTracker t on axis i */
+  KStAx *tmp;               /* nst scratch entries for shift_to */
   int nsplit, split_m[KOPT_MAX], split_amt[KOPT_MAX];
+  const KTarget *tg;
+  int red_itemsize;         /* the reduceop's dtype itemsize (0: no reduce) */
+  bool parallel_reduces, nolocals;
 } Model;
 
-static void model_init(Arena *a, const KAxes *k, Model *m) {
+static void model_init(Arena *a, const KAxes *k, const KTarget *tg, Model *m) {
   m->n = k->n; m->cap = k->n + KOPT_MAX + 1; m->nst = k->nst; m->nsplit = 0;
+  m->tg = tg; m->red_itemsize = k->red_itemsize; m->parallel_reduces = k->parallel_reduces; m->nolocals = false;
   m->ax = arena_alloc(a, sizeof(MAxis) * (size_t)m->cap);
   m->st = arena_alloc(a, sizeof(KStAx *) * (size_t)m->nst);
+  m->tmp = arena_alloc(a, sizeof(KStAx) * (size_t)(m->nst + 1));
   for (int t = 0; t < m->nst; t++) {
     m->st[t] = arena_alloc(a, sizeof(KStAx) * (size_t)m->cap);
     memcpy(m->st[t], k->st[t], sizeof(KStAx) * (size_t)k->n);
   }
   for (int i = 0; i < k->n; i++)
-    m->ax[i] = (MAxis){si_is_int(k->size[i]) ? k->size[i].c : -1, k->reduce[i] ? AX_REDUCE : AX_LOOP, i};
+    m->ax[i] = (MAxis){si_is_int(k->size[i]) ? k->size[i].c : -1, k->reduce[i] ? AX_REDUCE : tg->has_local ? AX_GLOBAL : AX_LOOP, i, 1};
 }
 /* axis from moves to to (every ShapeTracker's view of it too) */
 static void move_axis(Model *m, int to, int from) {
@@ -41,65 +64,145 @@ static void move_axis(Model *m, int to, int from) {
 }
 
 static bool is_type(const Model *m, int i, int t0, int t1) { return m->ax[i].type == t0 || m->ax[i].type == t1; }
+/* axes_of(...): the axes of any of the types in mask (bit per type), in order */
+static int axes_of(const Model *m, unsigned mask, int *out) {
+  int n = 0;
+  for (int i = 0; i < m->n; i++) if (mask >> m->ax[i].type & 1) out[n++] = i;
+  return n;
+}
+#define TB(t) (1u << (t))
+/* upcastable_dims: GLOBAL, LOCAL and LOOP axes of an int size > 1 */
 static int upcastable(const Model *m, int *out) {
   int n = 0;
-  for (int i = 0; i < m->n; i++) if (m->ax[i].type == AX_LOOP && m->ax[i].size > 1) out[n++] = i;
+  for (int i = 0; i < m->n; i++) if ((TB(AX_GLOBAL) | TB(AX_LOCAL) | TB(AX_LOOP)) >> m->ax[i].type & 1 && m->ax[i].size > 1) out[n++] = i;
   return n;
 }
+/* unrollable_dims: GROUP_REDUCE and REDUCE axes of an int size > 1 */
 static int unrollable(const Model *m, int *out) {
   int n = 0;
-  for (int i = 0; i < m->n; i++) if (m->ax[i].type == AX_REDUCE && m->ax[i].size > 1) out[n++] = i;
+  for (int i = 0; i < m->n; i++) if ((m->ax[i].type == AX_REDUCE || m->ax[i].type == AX_GROUP) && m->ax[i].size > 1) out[n++] = i;
   return n;
 }
+static int64_t prod_of(const Model *m, unsigned mask) {
+  int64_t p = 1;
+  for (int i = 0; i < m->n; i++) if (mask >> m->ax[i].type & 1) p *= m->ax[i].size;
+  return p;
+}
+static int last_of(const Model *m, unsigned mask) {
+  int r = -1;
+  for (int i = 0; i < m->n; i++) if (mask >> m->ax[i].type & 1) r = i;
+  return r;
+}
 
-/* Kernel.shift_to(axis, amt, type, top=False, insert_at) */
-static void shift_to(Model *m, int axis, int64_t amt, int type, int insert_at) {
-  for (int j = m->n; j > insert_at; j--) move_axis(m, j, j - 1);
-  m->n++;
-  m->ax[insert_at] = (MAxis){amt, (uint8_t)type, m->ax[axis].origin};
+/* Kernel.shift_to(axis, amt, type, top, insert_at): the axis splits into (size/amt, amt) (top:
+ * (amt, size/amt)) and the amt part becomes an axis of type `type` at insert_at (list.insert's
+ * position: the remaining part moves up when it is at or after it) */
+static void shift_to(Model *m, int axis, int64_t amt, int type, bool top, int insert_at) {
+  KStAx *nw = m->tmp;
   for (int t = 0; t < m->nst; t++) {
-    KStAx *in = &m->st[t][insert_at], *x = &m->st[t][axis];
-    /* new_shape_fxn: (s/amt, amt), or (1, 1) where the ShapeTracker has 1 there */
+    KStAx *x = &m->st[t][axis];
+    /* new_shape_fxn: (s/amt, amt) or (amt, s/amt), or (1, 1) where the ShapeTracker has 1 there */
     bool one = x->shape == 1;
-    *in = (KStAx){.shape = one ? 1 : amt, .stride = x->stride, .rstride = x->rstride, .real = x->real, .masked = x->masked};
-    if (x->stride > 0) x->stride *= amt;
-    if (x->rstride > 0) x->rstride *= amt;
+    nw[t] = (KStAx){.shape = one ? 1 : amt, .stride = x->stride, .rstride = x->rstride, .real = x->real, .masked = x->masked};
+    int64_t k = top ? (one ? 1 : x->shape / amt) : amt;   /* the outer part's stride scales by the inner size */
+    KStAx *outer = top ? &nw[t] : x;
+    if (outer->stride > 0) outer->stride *= k;
+    if (outer->rstride > 0) outer->rstride *= k;
     if (!one) x->shape /= amt;
   }
-  m->ax[axis].size /= amt;
-  m->split_m[m->nsplit] = m->ax[axis].origin; m->split_amt[m->nsplit] = (int)amt; m->nsplit++;
+  MAxis old = m->ax[axis];
+  int64_t rest = old.size / amt;
+  m->ax[axis].size = rest;
+  m->ax[axis].weight = top ? old.weight : old.weight * amt;
+  MAxis piece = {amt, (uint8_t)type, old.origin, top ? old.weight * rest : old.weight};
+  for (int j = m->n; j > insert_at; j--) move_axis(m, j, j - 1);
+  m->n++;
+  m->ax[insert_at] = piece;
+  for (int t = 0; t < m->nst; t++) m->st[t][insert_at] = nw[t];
+  m->split_m[m->nsplit] = old.origin; m->split_amt[m->nsplit] = (int)amt; m->nsplit++;
 }
 
 #define OPT_CHECK(cond, ...) do { if (!(cond)) { snprintf(why, wn, __VA_ARGS__); return false; } } while (0)
 
-/* Kernel.apply_opt for UPCAST and UNROLL (KernelOptError -> false with why) */
+static const char *const opt_names[] = {"UPCAST", "UNROLL", "LOCAL", "GROUP", "GROUPTOP", "NOLOCALS", "SWAP"};
+static bool uses_locals(int op) { return op == KOPT_LOCAL || op == KOPT_GROUP || op == KOPT_GROUPTOP; }
+
+/* Kernel.apply_opt (KernelOptError -> false with why), its checks in its order */
 static bool model_apply(Model *m, KOpt o, char *why, size_t wn) {
-  int ax[64 + KOPT_MAX + 1], axis;
+  int ax[64 + KOPT_MAX + 1], axis = -1, na;
   OPT_CHECK(m->nsplit < KOPT_MAX, "more than %d opts", KOPT_MAX);
+  OPT_CHECK(o.op <= KOPT_SWAP, "unknown opt %d", o.op);
+  if (m->nolocals) OPT_CHECK(!uses_locals(o.op), "not using locals");
+  /* real_axis */
   if (o.op == KOPT_UNROLL) {
-    int n = unrollable(m, ax);
-    OPT_CHECK(o.axis >= 0 && o.axis < n, "invalid axis %d (%d unrollable)", o.axis, n);
+    na = unrollable(m, ax);
+    OPT_CHECK(o.axis >= 0 && o.axis < na, "invalid axis %d (%d unrollable)", o.axis, na);
     axis = ax[o.axis];
-  } else {
+  } else if (o.op == KOPT_GROUP || o.op == KOPT_GROUPTOP) {
+    na = axes_of(m, TB(AX_REDUCE), ax);
+    OPT_CHECK(o.axis >= 0 && o.axis < na, "invalid axis %d (%d reduce axes)", o.axis, na);
+    axis = ax[o.axis];
+  } else if (o.op != KOPT_NOLOCALS) {
     OPT_CHECK(o.axis >= 0 && o.axis < m->n, "invalid axis %d (%d axes)", o.axis, m->n);
     axis = o.axis;
   }
-  int64_t amt = o.amt ? o.amt : m->ax[axis].size;
-  OPT_CHECK(m->ax[axis].size > 0 && amt > 1, "shift of %lld, 1 or symbolic amount is meaningless", (long long)amt);
-  OPT_CHECK(m->ax[axis].size % amt == 0, "no longer valid shift full_shape[%d]=%lld, amt=%lld", axis, (long long)m->ax[axis].size, (long long)amt);
-  for (int t = 0; t < m->nst; t++)
-    OPT_CHECK(m->st[t][axis].shape == 1 || (m->st[t][axis].shape > 0 && m->st[t][axis].shape % amt == 0), "no longer valid shift st.shape[%d]=%lld, amt=%lld",
-              axis, (long long)m->st[t][axis].shape, (long long)amt);
-  if (o.op == KOPT_UNROLL) {
+  int64_t amt = -1;
+  if (o.op == KOPT_SWAP) {
+    OPT_CHECK(o.amt >= 0 && o.amt < m->n, "invalid axis %d (%d axes)", o.amt, m->n);
+    amt = o.amt;
+  } else if (o.op != KOPT_NOLOCALS) {
+    amt = o.amt ? o.amt : m->ax[axis].size;
+    OPT_CHECK(m->ax[axis].size > 0 && amt > 1, "shift of %lld, 1 or symbolic amount is meaningless", (long long)amt);
+    OPT_CHECK(m->ax[axis].size % amt == 0, "no longer valid shift full_shape[%d]=%lld, amt=%lld", axis, (long long)m->ax[axis].size, (long long)amt);
+    for (int t = 0; t < m->nst; t++)
+      OPT_CHECK(m->st[t][axis].shape == 1 || (m->st[t][axis].shape > 0 && m->st[t][axis].shape % amt == 0), "no longer valid shift st.shape[%d]=%lld, amt=%lld",
+                axis, (long long)m->st[t][axis].shape, (long long)amt);
+  }
+  /* local memory for a grouped reduce: one accumulator per thread, upcast and group member */
+  bool grouping = axes_of(m, TB(AX_GROUP), ax) > 0;
+  if (m->red_itemsize && (o.op == KOPT_GROUP || o.op == KOPT_GROUPTOP || (grouping && o.op != KOPT_NOLOCALS))) {
+    int64_t smem = amt * m->red_itemsize * prod_of(m, TB(AX_UPCAST)) * prod_of(m, TB(AX_LOCAL));
+    OPT_CHECK(smem <= m->tg->shared_max, "exceeds maximum shared memory size: needs %lld, max %lld", (long long)smem, (long long)m->tg->shared_max);
+  }
+  switch (o.op) {
+  case KOPT_LOCAL:
+    OPT_CHECK(m->tg->has_local, "target does not support local");
+    OPT_CHECK(m->ax[axis].type == AX_GLOBAL, "local is for globals");
+    shift_to(m, axis, amt, AX_LOCAL, false, last_of(m, TB(AX_GLOBAL) | TB(AX_LOCAL)) + 1);
+    break;
+  case KOPT_GROUP: case KOPT_GROUPTOP:
+    OPT_CHECK(m->tg->has_local && m->tg->has_shared, "target does not support local or shared mem");
+    OPT_CHECK(m->ax[axis].type == AX_REDUCE, "must be reduce axis to group");
+    OPT_CHECK(!m->parallel_reduces, "can't group with parallel reduces");
+    axes_of(m, TB(AX_REDUCE), ax);
+    shift_to(m, axis, amt, AX_GROUP, o.op == KOPT_GROUPTOP, ax[0]);
+    break;
+  case KOPT_UNROLL:
     OPT_CHECK(!is_type(m, axis, AX_UPCAST, AX_UNROLL), "can't upcasted already upcasted");
     OPT_CHECK(amt <= 32, "don't unroll more than 32");
-    shift_to(m, axis, amt, AX_UNROLL, m->n);
-  } else {
-    OPT_CHECK(m->ax[axis].type == AX_LOOP && m->ax[axis].size > 1, "axis %d is not upcastable", axis);
+    shift_to(m, axis, amt, AX_UNROLL, false, m->n);
+    break;
+  case KOPT_UPCAST: {
+    bool ok = false;
+    na = upcastable(m, ax);
+    for (int i = 0; i < na; i++) ok |= ax[i] == axis;
+    OPT_CHECK(ok, "axis %d is not upcastable", axis);
     OPT_CHECK(amt <= 16, "don't upcast more than 16");
-    int at = 0;
-    for (int i = 0; i < m->n; i++) if (is_type(m, i, AX_LOOP, AX_UPCAST)) at = i + 1;
-    shift_to(m, axis, amt, AX_UPCAST, at);
+    shift_to(m, axis, amt, AX_UPCAST, false, last_of(m, TB(AX_GLOBAL) | TB(AX_LOCAL) | TB(AX_LOOP) | TB(AX_UPCAST)) + 1);
+    break;
+  }
+  case KOPT_NOLOCALS:
+    OPT_CHECK(m->tg->has_local && !m->nolocals, "NOLOCALS is meaningless if target does not support local or already not using locals");
+    OPT_CHECK(axes_of(m, TB(AX_LOCAL) | TB(AX_GROUP), ax) == 0, "can't have no locals with locals");
+    m->nolocals = true;
+    break;
+  case KOPT_SWAP: {
+    OPT_CHECK(axis < amt, "swap is only for axis < amt, getting amt=%lld, axis=%d", (long long)amt, axis);
+    OPT_CHECK(m->ax[axis].type == AX_GLOBAL && m->ax[amt].type == AX_GLOBAL, "swap is for globals");
+    MAxis tmp = m->ax[axis]; m->ax[axis] = m->ax[amt]; m->ax[amt] = tmp;
+    for (int t = 0; t < m->nst; t++) { KStAx x = m->st[t][axis]; m->st[t][axis] = m->st[t][amt]; m->st[t][amt] = x; }
+    break;
+  }
   }
   /* simplify_ones: axes of size 1 go */
   int w = 0;
@@ -125,7 +228,7 @@ static bool try_opt(Model *m, KOpt *out, int *n, KOpt o) {
 
 /* TGC_DEBUG_OPTS=1: the axes and ShapeTrackers the heuristic sees, on stderr */
 static void debug_axes(const KAxes *k) {
-  fprintf(stderr, "opts: %d axes:", k->n);
+  fprintf(stderr, "opts: mv %d %d, reduce itemsize %d%s; %d axes:", k->mv0, k->mv1, k->red_itemsize, k->parallel_reduces ? " (parallel)" : "", k->n);
   for (int i = 0; i < k->n; i++) fprintf(stderr, " %lld%s", si_is_int(k->size[i]) ? (long long)k->size[i].c : -1LL, k->reduce[i] ? "r" : "");
   fprintf(stderr, "\n");
   for (int t = 0; t < k->nst; t++) {
@@ -135,12 +238,43 @@ static void debug_axes(const KAxes *k) {
   }
 }
 
-int kopt_heuristic(Arena *a, const KAxes *k, KOpt *out) {
+/* has_expanded_axis: some axis of size > 1 where ShapeTracker t's real stride is 0 */
+static bool expanded_st(const Model *m, int t) {
+  for (int i = 0; i < m->n; i++) if (m->st[t][i].shape > 1 && m->st[t][i].real && m->st[t][i].rstride == 0) return true;
+  return false;
+}
+
+int kopt_heuristic(Arena *a, const KAxes *k, const KTarget *tg, KOpt *out) {
   Model m;
   if (getenv("TGC_DEBUG_OPTS")) debug_axes(k);
-  model_init(a, k, &m);
+  model_init(a, k, tg, &m);
   int n = 0, ax[64 + KOPT_MAX + 1], na;
-  /* GROUPTOP, image float4 and the grouping early-out need local memory: not on this target */
+
+  /* matvec (a sum of the products of two loads, the first contiguous along the first reduce axis,
+   * not both expanded): GROUP the reduce over 8 threads, 4 rows per block, 4 rows per thread */
+  if (tg->has_local && tg->has_shared && k->mv0 >= 0 && m.n >= 2 && axes_of(&m, TB(AX_REDUCE), ax) > 0) {
+    int fr = ax[0];
+    const KStAx *s0 = &m.st[k->mv0][fr];
+    if (s0->real && s0->rstride == 1 && !(expanded_st(&m, k->mv0) && expanded_st(&m, k->mv1))) {
+      int g[64 + KOPT_MAX + 1], ng = axes_of(&m, TB(AX_GLOBAL), g);
+      for (int i = 0; i < ng; i++) {
+        if (m.ax[fr].size % 8 != 0 || m.ax[g[i]].size % 16 != 0) continue;
+        /* tinygrad applies these unguarded: a refusal is its KernelOptError */
+        if (try_opt(&m, out, &n, (KOpt){KOPT_GROUP, 0, 8}) && try_opt(&m, out, &n, (KOpt){KOPT_LOCAL, g[i], 4})) try_opt(&m, out, &n, (KOpt){KOPT_UPCAST, g[i], 4});
+        return n;
+      }
+    }
+  }
+
+  /* are we grouping? a small output: split the first reduce over 16 threads (GROUPTOP) */
+  if (tg->has_local) {
+    na = upcastable(&m, ax);
+    int64_t p = 1;
+    for (int i = 0; i < na && p > 0; i++) p = m.st[0][ax[i]].shape > 0 ? p * m.st[0][ax[i]].shape : -1;
+    if (p > 0 && p <= 2048) try_opt(&m, out, &n, (KOpt){KOPT_GROUPTOP, 0, 16});
+  }
+  /* (image float4 upcasts: no images here) no more opts if we are grouping */
+  if (axes_of(&m, TB(AX_GROUP), ax)) return n;
 
   /* small masked axes (from Tensor.stack): upcast them whole */
   int to_up[64 + KOPT_MAX + 1], nt = 0;
@@ -207,14 +341,53 @@ int kopt_heuristic(Arena *a, const KAxes *k, KOpt *out) {
   for (int i = 0; i < m.n; i++) upcasted |= is_type(&m, i, AX_UPCAST, AX_UNROLL);
   na = upcastable(&m, ax);
   if (!upcasted && na && m.ax[ax[na - 1]].size % 4 == 0) try_opt(&m, out, &n, (KOpt){KOPT_UPCAST, ax[na - 1], 4});
+
+  /* local groups: up to 3 GLOBAL axes get a LOCAL part (<= 128 threads), the ranking's first axes
+   * first: those where some ShapeTracker has stride 0 (the full-shape one always does), then the
+   * last axis first */
+  if (tg->has_local) {
+    na = axes_of(&m, TB(AX_GLOBAL) | TB(AX_LOOP), ax);
+    int rank[64 + KOPT_MAX + 1], nr = 0;
+    for (int pass = 1; pass >= 0; pass--)
+      for (int i = na - 1; i >= 0; i--) {
+        bool zero = false;
+        for (int t = 0; t < m.nst; t++) zero |= m.st[t][ax[i]].stride == 0;
+        if (zero == (pass == 1)) rank[nr++] = ax[i];
+      }
+    int tl_ax[64 + KOPT_MAX + 1], tl_sz[64 + KOPT_MAX + 1], nl = 0;
+    for (int i = 0; i < nr; i++) {
+      int axis = rank[i];
+      int64_t local_size = 1;
+      for (int j = 0; j < nl; j++) local_size *= tl_sz[j];
+      static const int cands[] = {32, 16, 8, 4, 3, 2};
+      for (int c = axis == 0 ? 0 : 1; c < 6; c++)
+        if (m.ax[axis].size > 0 && m.ax[axis].size % cands[c] == 0 && local_size * cands[c] <= 128) { tl_ax[nl] = axis; tl_sz[nl] = cands[c]; nl++; break; }
+    }
+    if (nl > 3) nl = 3;
+    for (int i = 0; i < nl; i++)   /* sorted by (axis, size) */
+      for (int j = i + 1; j < nl; j++)
+        if (tl_ax[j] < tl_ax[i] || (tl_ax[j] == tl_ax[i] && tl_sz[j] < tl_sz[i])) {
+          int t0 = tl_ax[i], t1 = tl_sz[i];
+          tl_ax[i] = tl_ax[j]; tl_sz[i] = tl_sz[j]; tl_ax[j] = t0; tl_sz[j] = t1;
+        }
+    int deleted = 0;
+    for (int i = 0; i < nl; i++) {
+      int axis = tl_ax[i] - deleted;
+      bool del = axis < m.n && tl_sz[i] == m.ax[axis].size;
+      if (!try_opt(&m, out, &n, (KOpt){KOPT_LOCAL, axis, tl_sz[i]})) break;   /* tinygrad raises here */
+      if (del) deleted++;
+    }
+  }
   return n;
 }
 
-bool kopt_factors(Arena *a, const KAxes *k, int n, const KOpt *v, int *fac, int *grp, char *why, size_t wn) {
+bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, int *fac, int *grp, char *why, size_t wn) {
   if (k->n > 64) { snprintf(why, wn, "more than 64 axes"); return false; }
   Model m;
-  model_init(a, k, &m);
+  model_init(a, k, tg, &m);
   for (int i = 0; i < n; i++) if (!model_apply(&m, v[i], why, wn)) return false;
+  for (int i = 0; i < n; i++)
+    if (v[i].op != KOPT_UPCAST && v[i].op != KOPT_UNROLL && v[i].op != KOPT_NOLOCALS) { snprintf(why, wn, "%s needs thread indices", opt_names[v[i].op]); return false; }
   int64_t *rem = arena_alloc(a, sizeof(int64_t) * (size_t)(k->nf + 1));
   for (int f = 0; f < k->nf; f++) { fac[f] = 1; grp[f] = -1; rem[f] = si_is_int(k->fsize[f]) ? k->fsize[f].c : -1; }
   for (int mg = 0; mg < k->n; mg++) {
@@ -244,6 +417,18 @@ bool kopt_factors(Arena *a, const KAxes *k, int n, const KOpt *v, int *fac, int 
   return true;
 }
 
+bool kopt_pieces(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, KPieces *out, char *why, size_t wn) {
+  if (k->n > 64) { snprintf(why, wn, "more than 64 axes"); return false; }
+  Model m;
+  model_init(a, k, tg, &m);
+  for (int i = 0; i < n; i++) if (!model_apply(&m, v[i], why, wn)) return false;
+  out->n = m.n;
+  out->nolocals = m.nolocals;
+  out->v = arena_alloc(a, sizeof(KPiece) * (size_t)(m.n + 1));
+  for (int i = 0; i < m.n; i++) out->v[i] = (KPiece){m.ax[i].type, m.ax[i].origin, m.ax[i].size, m.ax[i].weight};
+  return true;
+}
+
 /* ---------------------------------------------------------------- the user's list */
 bool kopt_parse(const char *s, KOptCfg *out, char *why, size_t wn) {
   out->mode = KOPT_LIST; out->n = 0;
@@ -251,11 +436,14 @@ bool kopt_parse(const char *s, KOptCfg *out, char *why, size_t wn) {
   while (*p) {
     char name[16];
     int axis, amt, used = 0;
-    if (sscanf(p, "%15[A-Za-z]:%d:%d%n", name, &axis, &amt, &used) != 3 || used == 0) OPT_CHECK(false, "'%s' is not OP:AXIS:AMOUNT", p);
+    if (strncasecmp(p, "NOLOCALS", 8) == 0 && (p[8] == 0 || p[8] == ',')) { axis = amt = 0; used = 8; snprintf(name, sizeof name, "NOLOCALS"); }
+    else if (sscanf(p, "%15[A-Za-z]:%d:%d%n", name, &axis, &amt, &used) != 3 || used == 0) OPT_CHECK(false, "'%s' is not OP:AXIS:AMOUNT", p);
     KOpt o = {0, axis, amt};
-    if (!strcasecmp(name, "UPCAST")) o.op = KOPT_UPCAST;
-    else if (!strcasecmp(name, "UNROLL")) o.op = KOPT_UNROLL;
-    else OPT_CHECK(false, "unknown opt '%s' (UPCAST or UNROLL)", name);
+    int op = -1;
+    for (int i = 0; i < (int)(sizeof opt_names / sizeof *opt_names); i++) if (!strcasecmp(name, opt_names[i])) op = i;
+    if (!strcasecmp(name, "PADTO")) OPT_CHECK(false, "PADTO is not ported");
+    OPT_CHECK(op >= 0, "unknown opt '%s' (UPCAST, UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS or SWAP)", name);
+    o.op = (uint8_t)op;
     OPT_CHECK(axis >= 0 && amt >= 0, "'%.*s': axis and amount must be >= 0", used, p);
     OPT_CHECK(out->n < KOPT_MAX, "more than %d opts", KOPT_MAX);
     out->v[out->n++] = o;
@@ -268,6 +456,8 @@ bool kopt_parse(const char *s, KOptCfg *out, char *why, size_t wn) {
 
 const char *kopt_format(Arena *a, int n, const KOpt *v) {
   const char *s = "";
-  for (int i = 0; i < n; i++) s = arena_printf(a, "%s%s%s:%d:%d", s, i ? "," : "", v[i].op == KOPT_UPCAST ? "UPCAST" : "UNROLL", v[i].axis, v[i].amt);
+  for (int i = 0; i < n; i++)
+    s = v[i].op == KOPT_NOLOCALS ? arena_printf(a, "%s%sNOLOCALS", s, i ? "," : "")
+                                 : arena_printf(a, "%s%s%s:%d:%d", s, i ? "," : "", opt_names[v[i].op], v[i].axis, v[i].amt);
   return s;
 }

@@ -1,6 +1,8 @@
 /* compile_gpu.c: `tgc compile -t opencl|cuda`: per-kernel .cl/.cu files (content-hashed names, as
  * -t c), schedule.json, MANIFEST, and host.c, a program that builds the kernels with the OpenCL
- * API or NVRTC and runs the C bundle's tgc_model_run (model_emit_run) with kernel launches. */
+ * API or NVRTC and runs the C bundle's tgc_model_run (model_emit_run) with kernel launches.
+ * Kernels are lowered for the GPU target (KTarget: its heuristic's LOCAL/GROUP opts), and host.c
+ * launches a thread-lowered kernel with its exact work-group (block) size. */
 #include "driver_int.h"
 #include "../runtime/runtime.h"
 #include "../runtime/gpu.h"
@@ -37,8 +39,10 @@ static const char host_cl_src[] =
   "    m[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE | (nb[i] ? CL_MEM_COPY_HOST_PTR : 0), nb[i] ? nb[i] : 16, nb[i] ? bufs[i] : NULL, &err);\n"
   "    if (err) return -1;\n    clSetKernelArg(kern[k], (cl_uint)i, sizeof(cl_mem), &m[i]);\n  }\n"
   "  for (int i = 0; i < kinfo[k].nvars; i++) clSetKernelArg(kern[k], (cl_uint)(kinfo[k].nbufs + i), sizeof(int), &vars[i]);\n"
-  "  size_t g[3] = {kinfo[k].gsz[0], kinfo[k].gsz[1], kinfo[k].gsz[2]};\n"
-  "  if (clEnqueueNDRangeKernel(q, kern[k], (cl_uint)kinfo[k].ndim, NULL, g, NULL, 0, NULL, NULL) != CL_SUCCESS) return -1;\n"
+  "  /* exact: gsz work-groups of lsz work-items (thread opts); else the implementation picks groups */\n"
+  "  size_t g[3], l[3];\n"
+  "  for (int d = 0; d < 3; d++) { l[d] = kinfo[k].lsz[d]; g[d] = kinfo[k].gsz[d] * (kinfo[k].exact ? l[d] : 1); }\n"
+  "  if (clEnqueueNDRangeKernel(q, kern[k], (cl_uint)kinfo[k].ndim, NULL, g, kinfo[k].exact ? l : NULL, 0, NULL, NULL) != CL_SUCCESS) return -1;\n"
   "  for (int i = 0; i < kinfo[k].nbufs; i++) if (wr[i] && nb[i]) clEnqueueReadBuffer(q, m[i], CL_TRUE, 0, nb[i], bufs[i], 0, NULL, NULL);\n"
   "  clFinish(q);\n  for (int i = 0; i < kinfo[k].nbufs; i++) clReleaseMemObject(m[i]);\n  return 0;\n}\n";
 static const char host_cu_src[] =
@@ -62,15 +66,17 @@ static const char host_cu_src[] =
   "  nvrtcGetPTXSize(p, &n);\n  char *ptx = malloc(n + 1);\n  if (!ptx) return -1;\n  nvrtcGetPTX(p, ptx);\n  nvrtcDestroyProgram(&p);\n"
   "  CUmodule mod;\n  int rc = cuModuleLoadData(&mod, ptx) == CUDA_SUCCESS && cuModuleGetFunction(&kern[k], mod, kinfo[k].fname) == CUDA_SUCCESS ? 0 : -1;\n"
   "  free(ptx);\n  return rc;\n}\n"
-  "/* upload the buffers, launch (dimension 0 in blocks of up to 256 threads), read back the written ones */\n"
+  "/* upload the buffers, launch (exact: gsz blocks of lsz threads; else dimension 0 in blocks of up to\n"
+  " * 256 threads), read back the written ones */\n"
   "static int gpu_run(int k, unsigned char **bufs, const size_t *nb, const int *wr, const int *vars) {\n"
   "  CUdeviceptr m[TGC_MAXARGS];\n  void *args[TGC_MAXARGS * 2];\n  int v[TGC_MAXARGS];\n"
   "  for (int i = 0; i < kinfo[k].nbufs; i++) {\n"
   "    if (cuMemAlloc(&m[i], nb[i] ? nb[i] : 16) != CUDA_SUCCESS) return -1;\n"
   "    if (nb[i]) cuMemcpyHtoD(m[i], bufs[i], nb[i]);\n    args[i] = &m[i];\n  }\n"
   "  for (int i = 0; i < kinfo[k].nvars; i++) { v[i] = vars[i]; args[kinfo[k].nbufs + i] = &v[i]; }\n"
-  "  size_t x = kinfo[k].gsz[0];\n  unsigned bx = x < 256 ? (unsigned)x : 256u;\n"
-  "  if (cuLaunchKernel(kern[k], (unsigned)((x + bx - 1) / bx), (unsigned)kinfo[k].gsz[1], (unsigned)kinfo[k].gsz[2], bx, 1, 1, 0, NULL, args, NULL) != CUDA_SUCCESS) return -1;\n"
+  "  size_t x = kinfo[k].gsz[0];\n  unsigned bx = x < 256 ? (unsigned)x : 256u, gx = (unsigned)((x + bx - 1) / bx);\n"
+  "  if (kinfo[k].exact) { gx = (unsigned)x; bx = (unsigned)kinfo[k].lsz[0]; }\n"
+  "  if (cuLaunchKernel(kern[k], gx, (unsigned)kinfo[k].gsz[1], (unsigned)kinfo[k].gsz[2], bx, (unsigned)kinfo[k].lsz[1], (unsigned)kinfo[k].lsz[2], 0, NULL, args, NULL) != CUDA_SUCCESS) return -1;\n"
   "  if (cuCtxSynchronize() != CUDA_SUCCESS) return -1;\n"
   "  for (int i = 0; i < kinfo[k].nbufs; i++) { if (wr[i] && nb[i]) cuMemcpyDtoH(bufs[i], m[i], nb[i]); cuMemFree(m[i]); }\n"
   "  return 0;\n}\n";
@@ -97,12 +103,30 @@ static const char host_main_src[] =
   "    if (!f || fwrite(out[i], 1, out_nbytes[i], f) != out_nbytes[i] || fclose(f)) { fprintf(stderr, \"%s: cannot write\\n\", path); return 2; }\n"
   "  }\n  return 0;\n}\n";
 
+/* model_plan with the kernels lowered for the GPU target (its heuristic: locals, grouped reduces;
+ * its launch), the process-wide target put back after */
+static void plan_for_target(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
+  const KTarget *prev = lower_get_target();
+  lower_target(be == &render_opencl ? &ktarget_opencl : &ktarget_cuda);
+  TgTry t;
+  if (TG_TRY(t)) {
+    model_plan(mp, g, s, be);
+    tg_try_end(&t);
+  } else {
+    lower_target(prev);
+    char msg[sizeof tg_last_error.msg];
+    snprintf(msg, sizeof msg, "%s", tg_last_error.msg);
+    tg_fail(tg_last_error.code, "%s", msg);
+  }
+  lower_target(prev);
+}
+
 int driver_compile_gpu(Graph *g, Schedule *s, const char *dir, const char *target) {
   Arena *a = ga();
   const RenderBackend *volatile be = !strcmp(target, "opencl") ? &render_opencl : !strcmp(target, "cuda") ? &render_cuda : NULL;
   if (!be) tg_fail(TG_EINPUT, "compile: unknown target '%s'", target);
   ModelPlan mp;
-  model_plan(&mp, g, s, be);
+  plan_for_target(&mp, g, s, be);
   int nprog = mp.nprog, maxargs = 1;
   const Program **ps = mp.ps;
   for (int i = 0; i < nprog; i++) if (ps[i]->nglobals + ps[i]->nvars > maxargs) maxargs = ps[i]->nglobals + ps[i]->nvars;
@@ -128,14 +152,15 @@ int driver_compile_gpu(Graph *g, Schedule *s, const char *dir, const char *targe
               mp.m.ninputs, mp.nout);
     sb_printf(&c, "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n");
     sb_printf(&c, "#define TGC_NKERNELS %d\n#define TGC_NINPUTS %d\n#define TGC_NOUTPUTS %d\n#define TGC_MAXARGS %d\n", nprog ? nprog : 1, mp.m.ninputs, mp.nout, maxargs);
-    sb_printf(&c, "static const struct { const char *file, *fname; int nbufs, nvars, ndim; size_t gsz[3]; } kinfo[TGC_NKERNELS] = {\n");
+    sb_printf(&c, "static const struct { const char *file, *fname; int nbufs, nvars, ndim, exact; size_t gsz[3], lsz[3]; } kinfo[TGC_NKERNELS] = {\n");
     for (int i = 0; i < nprog; i++) {
       RenderLaunch L;
       render_launch(ps[i], be, &L);
-      sb_printf(&c, "  {\"%s\", \"%s\", %d, %d, %d, {%lld, %lld, %lld}}, /* %s */\n", mp.files[i], ps[i]->fname, ps[i]->nglobals, ps[i]->nvars,
-                L.n ? L.n : 1, (long long)L.size[0], (long long)L.size[1], (long long)L.size[2], ps[i]->name);
+      sb_printf(&c, "  {\"%s\", \"%s\", %d, %d, %d, %d, {%lld, %lld, %lld}, {%lld, %lld, %lld}}, /* %s */\n", mp.files[i], ps[i]->fname, ps[i]->nglobals,
+                ps[i]->nvars, L.n ? L.n : 1, L.exact, (long long)L.size[0], (long long)L.size[1], (long long)L.size[2], (long long)L.local[0],
+                (long long)L.local[1], (long long)L.local[2], ps[i]->name);
     }
-    if (!nprog) sb_printf(&c, "  {\"\", \"\", 0, 0, 1, {1, 1, 1}},\n");
+    if (!nprog) sb_printf(&c, "  {\"\", \"\", 0, 0, 1, 0, {1, 1, 1}, {1, 1, 1}},\n");
     sb_printf(&c, "};\nstatic const size_t in_nbytes[TGC_NINPUTS + 1] = {");
     for (int i = 0; i < mp.m.ninputs; i++) {
       size_t nb = 0;

@@ -2,7 +2,9 @@
  *
  * Kernels are `__kernel void NAME(__global float* restrict data0, ..., const int var)`; the
  * output loops chosen by render_launch become get_global_id(0..2) (innermost is dimension 0),
- * the rest stay loops inside the work-item. Semantics are those of the C backend: half and
+ * the rest stay loops inside the work-item. A kernel with thread opts (LOCAL, GROUP...) reads
+ * get_group_id/get_local_id instead, its grouped reduce going through a __local buffer and
+ * barrier(CLK_LOCAL_MEM_FENCE) (tinygrad's OpenCLRenderer). Semantics are those of the C backend: half and
  * bfloat16 values are held as float and rounded after every op, so results match the CPU runtime
  * bit for bit; half buffers are `half` read and written with OpenCL 1.2's core vload_half /
  * vstore_half_rte (no cl_khr_fp16 needed: devices without the extension run them too),
@@ -50,5 +52,7 @@ const RenderBackend render_opencl = {
                   "#define exp2f exp2\n#define log2f log2\n#define sqrtf sqrt\n#define sinf sin\n#define truncf trunc\n",
   .prelude_fix = cl_fix, .suffix_ll = "l", .suffix_ull = "ul",
   .gid = {"get_global_id(0)", "get_global_id(1)", "get_global_id(2)"}, .gid_max = {0, 0, 0},
+  .group_id = {"get_group_id(0)", "get_group_id(1)", "get_group_id(2)"}, .local_id = {"get_local_id(0)", "get_local_id(1)", "get_local_id(2)"},
+  .barrier = "barrier(CLK_LOCAL_MEM_FENCE);", .smem_prefix = "__local ",
   .load16 = {"vload_half(%2$s, %1$s)", NULL}, .store16 = {"vstore_half_rte(%3$s, %2$s, %1$s)", NULL},
 };

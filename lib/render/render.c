@@ -309,6 +309,8 @@ static const char *nm(R *r, UOp *u) {
   case OP_DEFINE_VAR: s = u->arg->items[0]->s; break;
   case OP_RANGE: s = arena_printf(r->a, "ridx%lld", (long long)u->arg->i); break;
   case OP_DEFINE_GLOBAL: s = arena_printf(r->a, "data%lld", (long long)u->arg->i); break;
+  case OP_SPECIAL: s = u->arg->items[0]->s; break;   /* declared at the top (render_specials) */
+  case OP_DEFINE_LOCAL: s = u->arg->s; break;
   default: tg_fail(TG_EINTERNAL, "render: %s used before it is defined", op_names[u->op]);
   }
   map_put(&r->names, u, uop_h(u), (void *)s);
@@ -494,8 +496,17 @@ static int lone_loop(const Program *p, int lo, int hi, int depth) {
 
 void render_launch(const Program *p, const RenderBackend *be, RenderLaunch *l) {
   memset(l, 0, sizeof *l);
-  for (int k = 0; k < 3; k++) l->size[k] = 1;
+  for (int k = 0; k < 3; k++) l->size[k] = l->local[k] = 1;
   if (!be->gid[0]) return;
+  if (p->nspecial) {   /* thread lowering: its work-groups and their threads */
+    l->exact = true;
+    for (int k = 0; k < 3; k++) {
+      l->size[k] = p->gsize[k]; l->local[k] = p->lsize[k];
+      if (p->gsize[k] > 1 || p->lsize[k] > 1) l->n = k + 1;
+    }
+    if (!l->n) l->n = 1;
+    return;
+  }
   int lo = 0, hi = p->ninst, n = 0;
   UOp *loops[3];
   for (int depth = 0; depth < 3; depth++) {
@@ -692,6 +703,38 @@ static UOp *parallel_loop(const Program *p) {
   return work * (updates > 1 ? updates : 1) >= 32768 ? loop : NULL;
 }
 
+/* e in one pair of parentheses (as an if needs it; clang warns of "((a==b))") */
+static const char *parenthesized(Arena *a, const char *e) {
+  size_t n = strlen(e);
+  int depth = 0;
+  bool whole = n > 1 && e[0] == '(';
+  for (size_t i = 0; whole && i < n; i++) {
+    depth += e[i] == '(' ? 1 : e[i] == ')' ? -1 : 0;
+    if (depth == 0 && i + 1 < n) whole = false;
+  }
+  return whole ? e : arena_printf(a, "(%s)", e);
+}
+
+/* a thread-lowered kernel's local buffer and its thread indices, at the top of its body
+ * (tinygrad's DEFINE_LOCAL and SPECIAL lines): gidx from the work-group id, lidx from the
+ * work-item's id in its group, idx (NOLOCALS) from the global id */
+static void render_specials(R *r, SB *b) {
+  const Program *p = r->p;
+  const RenderBackend *be = r->be;
+  if (p->nspecial && !be->group_id[0]) tg_fail(TG_EINPUT, "the %s renderer has no thread indices", be->name);
+  if (p->local_buf) {
+    const DType *e = dt_base(p->local_buf->dtype);
+    sb_printf(b, "  %s%s %s[%lld];\n", be->smem_prefix, e->scalar == SC_BOOL ? be->storage_name(e) : be->type_name(e), nm(r, p->local_buf), (long long)p->local_n);
+  }
+  for (int i = 0; i < p->nspecial; i++) {
+    UOp *u = p->specials[i];
+    const char *n = u->arg->items[0]->s;
+    int d = n[strlen(n) - 1] - '0';
+    const char *e = n[0] == 'g' ? be->group_id[d] : n[0] == 'l' ? be->local_id[d] : be->gid[d];
+    sb_printf(b, "  int %s = %s; /* %lld */\n", n, e, (long long)u->arg->items[1]->i);
+  }
+}
+
 char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
   if (be->simd) p = render_fission(a, p);
   R r = {.a = a, .be = be, .p = p};
@@ -742,12 +785,15 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
   for (int i = 0; i < p->nvars; i++) sb_printf(&b, "%s%s %s", i || p->nglobals ? ", " : "", be->arg_int_prefix, p->vars[i]->arg->items[0]->s);
   if (!p->nglobals && !p->nvars) sb_str(&b, "void");
   sb_str(&b, ") {\n");
+  render_specials(&r, &b);
   for (int i = 0; i < p->ninst; i++) {
     const LInst *in = &p->inst[i];
     UOp *u = in->u;
     int d = in->depth + 1;
     switch (in->kind) {
+    case LK_BARRIER: sb_indent(&b, d); sb_printf(&b, "%s\n", be->barrier); break;
     case LK_LOOP: {
+      if (u->op == OP_IF) { sb_indent(&b, d); sb_printf(&b, "if %s {\n", parenthesized(a, nm(&r, u->src[0]))); break; }
       const char *rn = nm(&r, u);
       sb_indent(&b, d);
       int li = -1;

@@ -27,6 +27,10 @@ typedef struct RenderBackend {
   char *(*prelude_fix)(Arena *a, char *prelude); /* rewrites the printed prelude (qualifiers, types) */
   const char *suffix_ll, *suffix_ull;            /* 64-bit literal suffixes (NULL: "ll", "ull") */
   const char *gid[3];          /* index expression of launch dimension 0..2 (NULL: no launch dims) */
+  const char *group_id[3];     /* thread lowering: the work-group id, the thread's id in its group */
+  const char *local_id[3];
+  const char *barrier;         /* a work-group barrier statement */
+  const char *smem_prefix;     /* qualifiers of the local buffer's declaration */
   int64_t gid_max[3];          /* largest launch size per dimension (0: unlimited) */
   /* half ([0]) and bfloat16 ([1]) buffers of a native 16-bit type (storage_name's), values still
    * held as float (NULL: 16-bit words converted by the prelude's tg_h2f/tg_f2h, tg_bf2f/tg_f2bf): */
@@ -62,8 +66,11 @@ extern const RenderBackend render_cuda;    /* lib/render/cuda.c */
 
 /* the output loops a GPU backend runs as launch dimensions: the chain of outermost RANGEs with a
  * constant end that are the only loop (and have no accumulator or store beside them) at their
- * depth, at most 3; the innermost one is dimension 0. size[d] is the launch size of dimension d. */
-typedef struct RenderLaunch { int n; UOp *loops[3]; int dim[3]; int64_t size[3]; } RenderLaunch;
+ * depth, at most 3; the innermost one is dimension 0. size[d] is the launch size of dimension d
+ * (the backend picks the work-group size; a kernel guards its own tail).
+ * A thread-lowered Program (nspecial > 0) launches exactly: exact is set, size[d] work-groups of
+ * local[d] threads each (OpenCL global size size*local, CUDA grid size and block local). */
+typedef struct RenderLaunch { int n; UOp *loops[3]; int dim[3]; int64_t size[3], local[3]; bool exact; } RenderLaunch;
 void render_launch(const Program *p, const RenderBackend *be, RenderLaunch *l);
 /* s with every occurrence of from replaced by to (for prelude_fix hooks) */
 char *render_replace(Arena *a, const char *s, const char *from, const char *to);

@@ -2,7 +2,8 @@
  * are declared here with minimal typedefs and resolved with dlsym. Kernels are compiled by NVRTC
  * for the device's compute capability (compute_XY), loaded as PTX with cuModuleLoadData and
  * launched with dimension 0 in blocks of up to 256 threads (the kernel guards the tail) and
- * dimensions 1 and 2 as grid y/z. */
+ * dimensions 1 and 2 as grid y/z; a kernel with thread opts (lowered for the CUDA target: LOCAL,
+ * GROUP) launches its exact grid and block. */
 #include "gpu.h"
 #include "../render/render.h"
 #include <dlfcn.h>
@@ -135,7 +136,7 @@ static bool cu_open(void) {
 typedef struct CuKernel { const Program *prg; RenderLaunch launch; void *fn; } CuKernel;
 
 static CuKernel *cu_build(Runtime *rt, UOp *ast) {
-  Program *p = lower_kernel(ast, &rt->names);
+  Program *p = lower_kernel_for(ast, &rt->names, lower_get_opt_config(), &ktarget_cuda);
   CuKernel *k = arena_alloc(rt->a, sizeof *k);
   k->prg = p;
   render_launch(p, &render_cuda, &k->launch);
@@ -177,9 +178,11 @@ static const Program *cu_run_kernel(Runtime *rt, const SchedItem *si) {
     vals[i] = (int)rt_var(rt, si, p, p->vars[i]->arg->items[0]->s);
     args[ng + i] = &vals[i];
   }
-  int64_t x = k->launch.size[0];
-  unsigned bx = x < 256 ? (unsigned)x : 256u, gx = (unsigned)((x + bx - 1) / bx);
-  CUresult rc = cu.LaunchKernel(k->fn, gx, (unsigned)k->launch.size[1], (unsigned)k->launch.size[2], bx, 1, 1, 0, NULL, args, NULL);
+  const RenderLaunch *L = &k->launch;
+  int64_t x = L->size[0];
+  unsigned bx = x < 256 ? (unsigned)x : 256u, gx = (unsigned)((x + bx - 1) / bx), by = 1, bz = 1;
+  if (L->exact) { gx = (unsigned)x; bx = (unsigned)L->local[0]; by = (unsigned)L->local[1]; bz = (unsigned)L->local[2]; }
+  CUresult rc = cu.LaunchKernel(k->fn, gx, (unsigned)L->size[1], (unsigned)L->size[2], bx, by, bz, 0, NULL, args, NULL);
   if (rc) tg_fail(TG_EDEVICE, "kernel %s: cuLaunchKernel failed (%d)", p->name, rc);
   if ((rc = cu.CtxSynchronize())) tg_fail(TG_EDEVICE, "kernel %s: failed on the device (%d)", p->name, rc);
   for (int i = 0; i < ng; i++)

@@ -1,7 +1,9 @@
 /* opencl.c: the OpenCL runtime (see gpu.h). The API is declared here with its own minimal
  * typedefs and resolved from libOpenCL.so.1 with dlsym, so no OpenCL headers or libraries are
  * needed at build time. One platform/device/context/queue per process, opened on first use;
- * programs are built with -cl-std=CL1.2, kernels cached per AST in the Runtime's arena. */
+ * programs are built with -cl-std=CL1.2, kernels cached per AST in the Runtime's arena. Kernels are
+ * lowered for the OpenCL target (its heuristic's LOCAL/GROUP opts); one with thread opts launches
+ * its exact work-group size. */
 #include "gpu.h"
 #include "../render/render.h"
 #include <dlfcn.h>
@@ -75,7 +77,7 @@ bool rtcl_available(char *why, size_t wn) {
 typedef struct ClKernel { const Program *prg; RenderLaunch launch; cl_ptr kernel; } ClKernel;
 
 static ClKernel *cl_build(Runtime *rt, UOp *ast) {
-  Program *p = lower_kernel(ast, &rt->names);
+  Program *p = lower_kernel_for(ast, &rt->names, lower_get_opt_config(), &ktarget_opencl);
   ClKernel *k = arena_alloc(rt->a, sizeof *k);
   k->prg = p;
   render_launch(p, &render_opencl, &k->launch);
@@ -123,9 +125,12 @@ static const Program *cl_run_kernel(Runtime *rt, const SchedItem *si) {
     int v = (int)rt_var(rt, si, p, p->vars[i]->arg->items[0]->s);
     cl.SetKernelArg(k->kernel, (cl_uint)(ng + i), sizeof v, &v);
   }
-  size_t gsz[3] = {(size_t)k->launch.size[0], (size_t)k->launch.size[1], (size_t)k->launch.size[2]};
-  cl_uint dims = k->launch.n ? (cl_uint)k->launch.n : 1;
-  err = cl.EnqueueNDRangeKernel(cl.queue, k->kernel, dims, NULL, gsz, NULL, 0, NULL, NULL);
+  /* an exact launch (thread opts): size work-groups of local work-items; else the implementation's groups */
+  const RenderLaunch *L = &k->launch;
+  size_t gsz[3], lsz[3];
+  for (int d = 0; d < 3; d++) { lsz[d] = (size_t)L->local[d]; gsz[d] = (size_t)L->size[d] * (L->exact ? lsz[d] : 1); }
+  cl_uint dims = L->n ? (cl_uint)L->n : 1;
+  err = cl.EnqueueNDRangeKernel(cl.queue, k->kernel, dims, NULL, gsz, L->exact ? lsz : NULL, 0, NULL, NULL);
   if (err) tg_fail(TG_EDEVICE, "kernel %s: clEnqueueNDRangeKernel failed (%d)", p->name, err);
   for (int i = 0; i < ng; i++)
     if (p->globals[i].written && hb[i]->nbytes) {
