@@ -5,7 +5,7 @@
 #   make conformance  the scoreboard over ../shared/oracle
 #   make randcheck    tgc against tinygrad on seeded random programs (tools/randgraph.py; RAND_SEEDS=A:B)
 #   make bench        scheduling speed over the largest corpus graphs
-#   make fuzz         libFuzzer on the graph reader (FUZZ_SECONDS=N)
+#   make fuzz         libFuzzer on the graph reader and scheduler (FUZZ_SECONDS=N; FUZZ_TARGET=codegen adds codegen)
 CC      ?= cc
 BUILD   ?= build
 ORACLE  ?= ../shared/oracle
@@ -120,14 +120,17 @@ bench-kernels: $(BUILD)/tgc
 scale: $(BUILD)/tgc $(BUILD)/bench
 	BUILD=$(BUILD) TGC=$(BUILD)/tgc BENCH=$(BUILD)/bench sh tests/scale.sh
 
+# FUZZ_TARGET: graph (reader + scheduler) or codegen (also lowering and rendering every kernel)
 FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
+FUZZ_TARGET ?= graph
+FUZZ_TIMEOUT ?= 10
 fuzz:
 	@mkdir -p build-fuzz/corpus
 	$(FUZZ_CC) -std=c11 -D_GNU_SOURCE -O1 -g -Ilib -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	  tests/fuzz/fuzz_graph.c $(LIB_SRC) -o build-fuzz/fuzz_graph $(LDLIBS)
+	  tests/fuzz/fuzz_$(FUZZ_TARGET).c $(LIB_SRC) -o build-fuzz/fuzz_$(FUZZ_TARGET) $(LDLIBS)
 	@[ -n "$$(ls build-fuzz/corpus)" ] || cp $(ORACLE)/schedule/*.graph.json build-fuzz/corpus/ 2>/dev/null || true
-	build-fuzz/fuzz_graph -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+	build-fuzz/fuzz_$(FUZZ_TARGET) -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -timeout=$(FUZZ_TIMEOUT) -rss_limit_mb=4096 \
 	  -artifact_prefix=build-fuzz/ build-fuzz/corpus testdata/fuzz
 
 clean:

@@ -1,5 +1,6 @@
 /* Robustness suite: hostile input never crashes. Replays every libFuzzer regression input in
- * testdata/fuzz (success or TG_EINPUT, nothing else), checks each semantic bad graph in
+ * testdata/fuzz through the reader, the scheduler and codegen (every kernel lowered and rendered
+ * as C, OpenCL and CUDA, as tests/fuzz/fuzz_codegen.c does; success or TG_EINPUT, nothing else), checks each semantic bad graph in
  * testdata/semantic (NAME.err: TG_EINPUT whose message names the row and holds the fragment;
  * NAME.ok: schedules to that many kernels, as tinygrad 0.11.0 does), schedules generated deep
  * and wide graphs (explicit stacks, no recursion on graph depth), and fails each of the first
@@ -13,23 +14,36 @@
 #include <string.h>
 #include "io/graph.h"
 #include "schedule/schedule.h"
+#include "codegen/codegen.h"
+#include "render/render.h"
 
 static const char *testdata(void) {
   const char *t = getenv("TGC_TESTDATA");
   return t && *t ? t : "testdata";
 }
 
-/* reads and schedules path in a fresh context; returns the error code (TG_OK on success) and
- * the message in msg, the kernel count in *nk */
-static int run_file(const char *path, char *msg, size_t msz, int *nk) {
+/* reads and schedules path in a fresh context (and with codegen, lowers and renders every kernel);
+ * returns the error code (TG_OK on success) and the message in msg, the kernel count in *nk */
+static int run_file(const char *path, char *msg, size_t msz, int *nk, bool codegen) {
   UCtx *c = uop_ctx_new();
   TgTry t;
   int code = TG_OK;
   msg[0] = 0;
   if (TG_TRY(t)) {
     Graph *g = graph_read_file(path);
+    uctx->opt = g->opt;
     Schedule *s = create_schedule(g->sink);
     if (nk) *nk = s->nkernels;
+    RenderBackend omp = render_c_threads(0);
+    KNames kn;
+    knames_init(&kn, ga());
+    for (int i = 0; codegen && i < s->nitems; i++) {
+      if (s->items[i].ast->op != OP_SINK) continue;
+      Program *p = lower_kernel(s->items[i].ast, &kn);
+      render_kernel(ga(), p, &omp);
+      render_kernel(ga(), p, &render_opencl);
+      render_kernel(ga(), p, &render_cuda);
+    }
     tg_try_end(&t);
   } else {
     code = tg_last_error.code;
@@ -62,7 +76,7 @@ Test(robust, fuzz_regressions) {
   cr_assert_gt(n, 0, "no regression inputs in %s", dir);
   for (int i = 0; i < n; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    int code = run_file(path, msg, sizeof msg, NULL);
+    int code = run_file(path, msg, sizeof msg, NULL, true);
     cr_expect(code == TG_OK || code == TG_EINPUT, "%s: error class %d: %s", names[i], code, msg);
   }
 }
@@ -87,7 +101,7 @@ Test(robust, semantic_bad_input) {
     fclose(f);
     want[strcspn(want, "\n")] = 0;
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    int nk = -1, code = run_file(path, msg, sizeof msg, &nk);
+    int nk = -1, code = run_file(path, msg, sizeof msg, &nk, false);
     if (ok) {
       cr_expect_eq(code, TG_OK, "%s: %s", names[i], msg);
       cr_expect_eq(nk, atoi(want), "%s: %d kernels, tinygrad makes %s", names[i], nk, want);
@@ -194,7 +208,7 @@ Test(robust, fail_each_allocation, .timeout = 300) {
     snprintf(num, sizeof num, "%d", k);
     setenv("TGC_FAIL_ALLOC", num, 1);
     util_fault_init();
-    int code = run_file(path, msg, sizeof msg, NULL);
+    int code = run_file(path, msg, sizeof msg, NULL, false);
     if (code == TG_OK) passed = 1;
     else cr_expect(code == TG_EINTERNAL && strstr(msg, "out of memory"), "alloc %d: code %d: %s", k, code, msg);
   }

@@ -812,7 +812,12 @@ static void ctx_push(Lin *l, Scope *s) {
   }
   l->ctx[++l->d] = s;
 }
+static bool inline_op(Op op);
+static void emit(Lin *l, UOp *root);
+/* open a loop over range in the current scope; a bound that is an expression (a symbolic size,
+ * (a*-2)+13) is a value that must stand before it even when nothing else uses the range */
 static void open_loop(Lin *l, UOp *range) {
+  if (!inline_op((Op)range->src[0]->op)) emit(l, range->src[0]);
   Scope *child = scope_new(l, range);
   scope_insert(l, l->ctx[l->d], (Item){LK_LOOP, range, NULL, child}, true);
   ctx_push(l, child);
@@ -1307,6 +1312,44 @@ const KTarget *lower_get_target(void) { return cur_target; }
 const KOptCfg *lower_get_opt_config(void) { return &opt_cfg; }
 
 Program *lower_kernel(UOp *ast, KNames *names) { return lower_kernel_for(ast, names, &opt_cfg, cur_target); }
+/* the kernel AST forms lowering relies on, as the scheduler's create_ast makes them: VIEWs hold a
+ * ShapeTracker, a STORE goes through a VIEW of a DEFINE_GLOBAL, a LOAD reads a DEFINE_GLOBAL (or a
+ * VIEW of one), a CONST or DEFINE_VAR with a source has a VIEW there (and only they have a VIEW
+ * without a source), a REDUCE_AXIS reduces one source over (op, axes). A graph's own KERNEL rows
+ * can break any of them (tests/fuzz/fuzz_codegen.c found each): TG_EINPUT, naming it. */
+static bool st_view(const UOp *v) { return v->op == OP_VIEW && v->arg->kind == V_ST; }
+static void check_ast(UList topo) {
+  for (int i = 0; i < topo.n; i++) {
+    UOp *u = topo.v[i];
+    const char *why = NULL;
+    switch (u->op) {
+    case OP_VIEW: if (u->arg->kind != V_ST) why = "has no ShapeTracker"; break;
+    case OP_STORE:
+      if (u->nsrc < 2 || !st_view(u->src[0]) || u->src[0]->nsrc < 1 || u->src[0]->src[0]->op != OP_DEFINE_GLOBAL)
+        why = "does not store through a VIEW of a DEFINE_GLOBAL";
+      break;
+    case OP_LOAD:
+      if (u->nsrc < 1 || !(u->src[0]->op == OP_DEFINE_GLOBAL || (st_view(u->src[0]) && u->src[0]->nsrc >= 1 && u->src[0]->src[0]->op == OP_DEFINE_GLOBAL)))
+        why = "does not load a DEFINE_GLOBAL or a VIEW of one";
+      break;
+    case OP_CONST: case OP_DEFINE_VAR:
+      if (u->nsrc && !st_view(u->src[0])) why = "has a source that is not a VIEW";
+      break;
+    case OP_REDUCE_AXIS: {
+      const Value *a = u->arg;
+      if (u->nsrc != 1 || a->kind != V_TUPLE || a->n < 2 || a->items[0]->kind != V_OPS || a->items[1]->kind != V_TUPLE) why = "is not (op, axes) over one source";
+      else for (int k = 0; k < a->items[1]->n && !why; k++) if (a->items[1]->items[k]->kind != V_INT || a->items[1]->items[k]->i < 0) why = "has an axis that is not an int";
+      break;
+    }
+    case OP_DEFINE_GLOBAL: if (!dt_is_ptr(u->dtype) || u->arg->kind != V_INT) why = "is not a pointer with a slot"; break;
+    default: break;
+    }
+    if (!why && u->op != OP_CONST && u->op != OP_DEFINE_VAR)
+      for (int k = 0; k < u->nsrc && !why; k++) if (u->src[k]->op == OP_VIEW && !u->src[k]->nsrc) why = "reads a VIEW that has no source";
+    if (why) tg_fail(TG_EINPUT, "kernel AST: a %s %s", op_names[u->op], why);
+  }
+}
+
 Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) { return lower_kernel_for(ast, names, cfg, cur_target); }
 
 Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTarget *tg) {
@@ -1314,6 +1357,7 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
   Arena *a = ga();
   LCtx c;
   UList topo = uop_toposort(ast, NULL, NULL);
+  check_ast(topo);
   int nst;
   UOp **stores;
   UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, NULL, tg, &nst, &stores);
