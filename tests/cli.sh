@@ -140,7 +140,10 @@ expect 0 "run --opts" "$TGC" run "$M" -d cpu -o "$tmp/ro" --opts UPCAST:0:2,UPCA
 expect 0 "compile --opts" "$TGC" compile "$M" -t c -o "$tmp/co" --opts upcast:0:8
 if grep -q "/\* opts: UPCAST:0:8 \*/" "$tmp"/co/r_*.c; then ok; else bad "compile --opts: the kernel lacks the given opt"; fi
 expect 2 "run --opts bad syntax" "$TGC" run "$M" -d cpu --opts UPCAST:0
-expect 2 "run --opts unknown op" "$TGC" run "$M" -d cpu --opts LOCAL:0:4
+expect 2 "run --opts unknown op" "$TGC" run "$M" -d cpu --opts FROB:0:4
+# a GPU opt is known but the C target has no local memory: exit 3, saying so (as tinygrad's KernelOptError)
+expect 3 "run --opts LOCAL on cpu" "$TGC" run "$M" -d cpu -o "$tmp/rl" --opts LOCAL:0:4
+contains "$tmp/err" "target does not support local" "LOCAL on the C target says why"
 expect 3 "run --opts not divisible" "$TGC" run "$M" -d cpu -o "$tmp/rx" --opts UPCAST:0:5
 contains "$tmp/err" "no longer valid shift" "an opt that does not apply says why"
 # an output that is a broadcast CONST (no kernel, no buffer) is still written, with its shape
