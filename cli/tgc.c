@@ -95,11 +95,13 @@ static const char compile_help[] =
   "      --threads=N      -t c: split each kernel's outer loop over threads with OpenMP (0: as many\n"
   "                       as OMP_NUM_THREADS or the cores at run time; default 1, no OpenMP)\n"
   "      --noopt          no kernel opts (tinygrad's NOOPT=1 loops); default: tinygrad's\n"
-  "                       hand_coded_optimizations (UPCAST, UNROLL) per kernel\n"
+  "                       hand_coded_optimizations per kernel (UPCAST, UNROLL; on opencl and cuda\n"
+  "                       also LOCAL, GROUP, GROUPTOP)\n"
   "      --beam=N         -t c: choose each kernel's opts by timing them on this CPU (tinygrad's BEAM\n"
   "                       search of width N over UPCAST and UNROLL, cached on disk)\n"
-  "      --opts=LIST      these opts for every kernel, e.g. UPCAST:0:4,UPCAST:1:4,UNROLL:0:4 (tinygrad's\n"
-  "                       Opt(op, axis, arg); exit 3 when one does not apply to a kernel)\n"
+  "      --opts=LIST      these opts for every kernel, e.g. UPCAST:0:4,UPCAST:1:4,UNROLL:0:4 or, on GPU\n"
+  "                       targets, LOCAL:0:4,GROUPTOP:0:16 (tinygrad's Opt(op, axis, arg); exit 3\n"
+  "                       when one does not apply to a kernel)\n"
   "  -h, --help           display this help and exit\n"
   "\n";
 static const char run_help[] =

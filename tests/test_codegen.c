@@ -353,7 +353,7 @@ Test(codegen, heuristic_matches_tinygrad_opencl, .timeout = 600) {
    * lower its GROUPTOP and keeps its loops) */
   fprintf(stderr, "GPU heuristic: %d of %d kernels get tinygrad's opts (%.2f%%); %d of the %d kernels tgc names as tinygrad does (%.2f%%)\n",
           lines - bad, lines, 100.0 * (lines - bad) / lines, sg, sn, 100.0 * sg / sn);
-  /* the heuristic on the kernels it sees as tinygrad does: the brief's bar; over every kernel, what
+  /* the heuristic on the kernels it sees as tinygrad does: the CPU test's bar; over every kernel, what
    * the CPU model's differences above leave (97.42% at the time of writing) */
   cr_expect_geq(sg * 1000L, sn * 975L, "%d of %d same-named kernels differ from tinygrad's OpenCL opts (bar 97.5%% agree)", sn - sg, sn);
   cr_expect_geq((lines - bad) * 1000L, lines * 974L, "%d of %d kernels differ from tinygrad's OpenCL opts (bar 97.4%% agree)", bad, lines);
