@@ -12,7 +12,6 @@
 
 
 /* ---- UOp method equivalents ---- */
-static UOp *mk_view(UOp *u, const ShapeTracker *st) { return uop1(OP_VIEW, u->dtype, u, v_st(st)); }
 static UOp *mk_contiguous(UOp *u) { return uop1(OP_CONTIGUOUS, u->dtype, u, NULL); }
 static UOp *mk_fuse(UOp *u) { return uop1(OP_FUSE, u->dtype, u, NULL); }
 static UOp *mk_assign(UOp *t, UOp *x) { return uop2(OP_ASSIGN, t->dtype, t, x, NULL); }
@@ -173,7 +172,7 @@ static UOp *rw_copy_same_device(const Match *m, void *ctx) {
 static bool is_image(const DType *d) { return d->kind == DTK_IMAGE; }
 static UOp *rw_cast_image_contig(const Match *m, void *ctx) {
   UOp *cast = m_get(m, "cast"), *base = m_get(m, "base"), *vm = m_get(m, "vm");
-  return is_image(cast->dtype) && is_image(base->dtype) ? mk_view(base, u_st(vm)) : NULL;
+  return is_image(cast->dtype) && is_image(base->dtype) ? u_view(base, u_st(vm)) : NULL;
 }
 static UOp *rw_cast_before_view_const(const Match *m, void *ctx) {
   UOp *x = m_get(m, "x"), *c = m_get(m, "c");
@@ -225,13 +224,13 @@ static UOp *rw_cast_before_expand(const Match *m, void *ctx) {
   if (cast->dtype->itemsize > vm->dtype->itemsize) return NULL;
   const ShapeTracker *st = u_st(vm);
   if (!si_resolve_lt(si(st_real_size(st)), sl_prod(u_shape(vm)), true)) return NULL;
-  return mk_view(u_cast(u_base(vm), cast->dtype), st);
+  return u_view(u_cast(u_base(vm), cast->dtype), st);
 }
 static UOp *rw_unary_before_expand(const Match *m, void *ctx) {
   UOp *inp = m_get(m, "inp"), *v = m_get(m, "v"), *alu = m_get(m, "alu");
   const ShapeTracker *st = u_st(v);
   if (!si_resolve_lt(si(st_real_size(st)), sl_prod(u_shape(alu)), true)) return NULL;
-  return mk_view(u_alu1((Op)alu->op, inp), st);
+  return u_view(u_alu1((Op)alu->op, inp), st);
 }
 
 static const Op ALWAYS_CONTIGUOUS_OPS[] = {OP_CONTIGUOUS, OP_ASSIGN, OP_COPY, OP_BUFFER, OP_BUFFER_VIEW, OP_CONST, OP_BIND,
@@ -286,7 +285,7 @@ static UOp *found_contiguous(const Match *m, void *ctx) {
   UOp *contig = m_get(m, "contig"), *src = m_get(m, "src");
   UOp *b = u_base(src);
   const ShapeTracker *sti = st_invert(u_st(src), u_shape(b));
-  if (sti) umap_put(ctx, b, mk_view(contig, sti));
+  if (sti) umap_put(ctx, b, u_view(contig, sti));
   return NULL;
 }
 static UOp *rw_alu_use_contig(const Match *m, void *ctx) {
@@ -447,8 +446,10 @@ static UOp *rw_sink_store(const Match *m, void *ctx) {
   for (int i = 0; i < sink->nsrc; i++) {
     UOp *s = u_base(sink->src[i]);
     if (i >= bufs->n) tg_fail(TG_EINTERNAL, "replace_buffers: more kernel outputs than buffers");
+    const ShapeTracker *sst = u_st(s);
+    if (!sst) tg_fail(TG_EINPUT, "kernel output %d is a %s, which has no shape to store", i, op_names[s->op]);
     UOp *dg = uop0(OP_DEFINE_GLOBAL, dt_ptr(s->dtype, u_size(bufs->v[i]).c, AS_GLOBAL), v_int(i));
-    st[i] = uop2(OP_STORE, dt_void, mk_view(dg, u_st(s)), s, NULL);
+    st[i] = uop2(OP_STORE, dt_void, u_view(dg, sst), s, NULL);
   }
   return uop_sink(sink->nsrc, st, sink->arg);
 }
@@ -560,7 +561,7 @@ static UOp *rw_fuse_reduce_marker(const Match *m, void *ctx) {
 }
 static UOp *rw_fuse_unsafe_pad(const Match *m, void *ctx) {
   UOp *alu = m_get(m, "alu"), *view = m_get(m, "view");
-  return st_masked(u_st(view)) ? mk_view(mk_contiguous(alu), u_st(view)) : NULL;
+  return st_masked(u_st(view)) ? u_view(mk_contiguous(alu), u_st(view)) : NULL;
 }
 static UOp *rw_fuse_elementwise(const Match *m, void *ctx) {
   UOp *alu = m_get(m, "alu"), *view = m_get(m, "view");
@@ -743,7 +744,7 @@ static UOp *rw_simplify_view(const Match *m, void *ctx) {
   UOp *x = m_opt(m, "x"), *v = m_get(m, "v");
   if (!x) return NULL;
   const ShapeTracker *ns = st_simplify(v->arg->st);
-  return ns != v->arg->st ? mk_view(x, ns) : NULL;
+  return ns != v->arg->st ? u_view(x, ns) : NULL;
 }
 static UOp *view_add_srcs(const Match *m, void *ctx) {
   UOp *x = m_get(m, "x");

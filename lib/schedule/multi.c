@@ -38,7 +38,6 @@ static int ndev(UOp *u) {
 static UOp *dev_uop(const Value *d) { return uop0(OP_DEVICE, dt_void, d); }
 static UOp *mselect(UOp *u, int i) { return uop1(OP_MSELECT, u->dtype, u, v_int(i)); }
 static UOp *contiguous(UOp *u) { return uop1(OP_CONTIGUOUS, u->dtype, u, NULL); }
-static UOp *mkview(UOp *u, const ShapeTracker *st) { return uop1(OP_VIEW, u->dtype, u, v_st(st)); }
 /* UOp.allreduce(op, device): device is a DEVICE UOp */
 static UOp *allreduce(UOp *u, Op op, UOp *dev) {
   if (!dev_is_tuple(u_device(u))) tg_fail(TG_EINPUT, "allreduce must be on tuple device");
@@ -312,7 +311,7 @@ static UOp *mstack_reorder_view(const Match *m, void *ctx) {
   }
   UOp **ns = arena_alloc(ga(), sizeof(UOp *) * (size_t)ms->nsrc);
   for (int i = 0; i < ms->nsrc; i++) ns[i] = ms->src[i]->src[0];
-  return mkview(mstack(ms->dtype, ms->nsrc, ns), a0->st);
+  return u_view(mstack(ms->dtype, ms->nsrc, ns), a0->st);
 }
 
 // move shrink before MSTACK
@@ -329,10 +328,10 @@ static UOp *mstack_early_shrink(const Match *m, void *ctx) {
     if (x->op == OP_COPY) {
       /* if src device doesn't have a renderer, we have to view after the copy */
       const Value *sd = u_device(x->src[0]);
-      if (dev_is_str(sd) && (strcmp(sd->s, "DISK") == 0 || strcmp(sd->s, "NPY") == 0)) ret[i] = mkview(x, nv);
-      else ret[i] = copy_to_device(mkview(x->src[0], nv), dev_uop(udev(x)), -1);
+      if (dev_is_str(sd) && (strcmp(sd->s, "DISK") == 0 || strcmp(sd->s, "NPY") == 0)) ret[i] = u_view(x, nv);
+      else ret[i] = copy_to_device(u_view(x->src[0], nv), dev_uop(udev(x)), -1);
     } else {
-      ret[i] = contiguous(mkview(x, nv));
+      ret[i] = contiguous(u_view(x, nv));
     }
   }
   return uop_replace(ms, NULL, ms->nsrc, ret, NULL, NULL);
@@ -364,7 +363,7 @@ static UOp *mselect_mstack(const Match *m, void *ctx) {
 // MSELECT must select a base, if there are views apply them after selecting the base
 static UOp *mselect_view(const Match *m, void *ctx) {
   UOp *ms = m_get(m, "ms"), *view = m_get(m, "view"), *base = m_get(m, "base");
-  return mkview(mselect(base, (int)ms->arg->i), replace_dnum(view->arg->st, ms->arg->i));
+  return u_view(mselect(base, (int)ms->arg->i), replace_dnum(view->arg->st, ms->arg->i));
 }
 
 static const Rule replace_allreduce[] = {

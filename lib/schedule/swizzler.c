@@ -17,7 +17,6 @@ PM *pm_merge_views, *pm_view_left, *pm_view_left_through_load, *pm_view_right, *
 /* ---- small helpers ---- */
 
 /* UOp.view(st): a VIEW of u, never dropped */
-static UOp *mkview(UOp *u, const ShapeTracker *st) { return uop1(OP_VIEW, u->dtype, u, v_st(st)); }
 
 /* tinygrad's resolve(x != 1) on a sint */
 static bool ne1(Sint x) { return si_resolve_ne(x, si(1), true); }
@@ -43,7 +42,7 @@ static UOp *merge_adjacent_views(const Match *m, void *ctx) {
 // replace MovementOps with VIEW
 static UOp *mop_to_view(const Match *m, void *ctx) {
   UOp *mop = m_get(m, "mop"), *x = m_get(m, "x");
-  return mkview(u_base(x), u_st(mop));
+  return u_view(u_base(x), u_st(mop));
 }
 // remove NOOP views
 static UOp *remove_noop_view(const Match *m, void *ctx) {
@@ -191,7 +190,7 @@ static UOp *reduce_push_add_ones(const Match *m, void *ctx) {
 static UOp *view_before_elementwise(const Match *m, void *ctx) {
   UOp *e = m_get(m, "e"), *view = m_get(m, "view");
   UOp **ns = arena_alloc(ga(), sizeof(UOp *) * (size_t)(e->nsrc + 1));
-  for (int i = 0; i < e->nsrc; i++) ns[i] = mkview(e->src[i], view->arg->st);
+  for (int i = 0; i < e->nsrc; i++) ns[i] = u_view(e->src[i], view->arg->st);
   return uop_replace(e, NULL, e->nsrc, ns, NULL, NULL);
 }
 
@@ -269,7 +268,7 @@ UOp *swizzle_reduceop(UOp *r, UOp *src, UOp *view, bool fuse) {
     nv[vi] = view_create(sl(n, shp), &strides, si_mul(v->offset, prshape), mask);
   }
   const ShapeTracker *new_view = st_concat(tmp, st_intern(vst->nviews, nv));
-  UOp *swizzled_input = apply_swizzle(mkview(src, new_view));
+  UOp *swizzled_input = apply_swizzle(u_view(src, new_view));
   /* create a new reduceop */
   int64_t *new_axis = arena_alloc(ga(), sizeof(int64_t) * (size_t)(nax + 1));
   for (int k = 0; k < nax; k++) new_axis[k] = vshape.n + k;
@@ -318,7 +317,7 @@ static UOp *elementwise_view_right(const Match *m, void *ctx) {
   UOp **ns = arena_alloc(ga(), sizeof(UOp *) * (size_t)(root->nsrc + 1));
   for (int i = 0; i < root->nsrc; i++) {
     UOp *x = root->src[i], *b = u_base(x);
-    ns[i] = sl_eq(u_shape(b), nshape) ? b : apply_swizzle(mkview(x, new_st));
+    ns[i] = sl_eq(u_shape(b), nshape) ? b : apply_swizzle(u_view(x, new_st));
   }
   /* reshape to match downstream shapes */
   return u_reshape(uop_replace(root, NULL, root->nsrc, ns, NULL, NULL), u_shape(root));
@@ -364,13 +363,13 @@ static const Rule view_right[] = {
 // add view to LOAD
 static UOp *load_add_view(const Match *m, void *ctx) {
   UOp *g = m_get(m, "g");
-  UOp *v = mkview(g, u_st(g));
+  UOp *v = u_view(g, u_st(g));
   return uop1(OP_LOAD, dt_base(v->dtype), v, NULL);
 }
 // add view to STORE
 static UOp *store_add_view(const Match *m, void *ctx) {
   UOp *g = m_get(m, "g"), *x = m_get(m, "x");
-  return uop2(OP_STORE, dt_void, mkview(g, u_st(g)), x, NULL);
+  return uop2(OP_STORE, dt_void, u_view(g, u_st(g)), x, NULL);
 }
 // VALID: a VIEW of a const becomes where(valid, c, 0)
 static UOp *view_const_to_valid(const Match *m, void *ctx) {

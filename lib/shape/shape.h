@@ -69,7 +69,7 @@ const Value *u_device(UOp *u);                           /* UOp._device: str Val
 UOp *u_buf_uop(UOp *u);
 int u_axis(UOp *u);                                      /* UOp.axis (multi), -1 for None */
 /* movement constructors: _mop drops no-ops (when the ShapeTracker would not change) */
-UOp *u_view(UOp *u, const ShapeTracker *st);
+UOp *u_view(UOp *u, const ShapeTracker *st);   /* u.view(st): VIEW(u); TG_EINPUT when st is NULL */
 UOp *u_reshape(UOp *u, SList shape);
 UOp *u_permute(UOp *u, const int *axis);
 UOp *u_expand(UOp *u, SList shape);

@@ -344,7 +344,12 @@ static UOp *mop(UOp *u, Op op, const Value *arg) {
   if (before == u_st(ret)) return u;  // ignore NOOPs, also check ret.st
   return ret;
 }
-UOp *u_view(UOp *u, const ShapeTracker *st) { return uop1(OP_VIEW, u->dtype, u, v_st(st)); }
+UOp *u_view(UOp *u, const ShapeTracker *st) {
+  /* a node without a ShapeTracker where a tensor belongs (a graph's UNIQUE, say): tinygrad fails
+   * there too (None has no views) */
+  if (!st) tg_fail(TG_EINPUT, "a view of a %s without a ShapeTracker (a node with no shape where a tensor belongs)", op_names[u->op]);
+  return uop1(OP_VIEW, u->dtype, u, v_st(st));
+}
 UOp *u_reshape(UOp *u, SList shape) { return mop(u, OP_RESHAPE, v_of_sl(shape)); }
 UOp *u_expand(UOp *u, SList shape) { return mop(u, OP_EXPAND, v_of_sl(shape)); }
 UOp *u_permute(UOp *u, const int *axis) {
