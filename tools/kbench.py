@@ -16,7 +16,10 @@ A plain copy of 16M floats in numpy measures the memory bandwidth the GB/s colum
 With --beam N a second tgc column times the same graph under `tgc run --beam N` (each kernel's
 opts chosen by timing candidates on this CPU; the first run searches, later runs read the cache).
 
-  kbench.py [--tgc build/tgc] [--repeat N] [--threads T] [--beam N] [--only NAME,...] [--json FILE]
+With --rounds R every cell (and the copy line, before each workload) is measured R times, the
+peers interleaved, and the medians are reported: on a shared 2-core VM one round can be 2x off.
+
+  kbench.py [--tgc build/tgc] [--repeat N] [--threads T] [--beam N] [--rounds R] [--only NAME,...] [--json FILE]
 """
 from __future__ import annotations
 import argparse, json, math, os, pathlib, re, statistics, subprocess, sys, tempfile, time
@@ -135,6 +138,7 @@ def main(argv=None):
   ap.add_argument("--beam", type=int, default=0, help="also time tgc run --beam N")
   ap.add_argument("--only", default="")
   ap.add_argument("--mnist-batch", type=int, default=128)
+  ap.add_argument("--rounds", type=int, default=1, help="measure every cell this many times, interleaved, and report medians")
   ap.add_argument("--json", default="")
   a = ap.parse_args(argv)
   from tinygrad import Tensor
@@ -145,18 +149,22 @@ def main(argv=None):
   tmp = pathlib.Path(tempfile.mkdtemp(prefix="tgc-kbench."))
   src = rng.standard_normal(1 << 24, dtype=np.float32)
   dst = np.empty_like(src)
-  copy_ms = median_ms(lambda: np.copyto(dst, src), a.repeat)
-  copy_gbs = 2 * src.nbytes / copy_ms / 1e6
+  med = statistics.median
+  copies = []
   for name, (shapes, tg_fn, np_fn, flops, nbytes) in workloads().items():
     if only and name not in only: continue
     arrs = [rng.standard_normal(s, dtype=np.float32) for s in shapes]
     g = tmp / f"{name}.graph.json"
     ins = [Tensor(x).realize() for x in arrs]
     tgc_graph.export([tg_fn(*ins)], g, with_data="npy")
-    t_tgc = tgc_time(a.tgc, g, a.repeat, a.threads, tmp / name)
-    t_beam = tgc_time(a.tgc, g, a.repeat, a.threads, tmp / name, a.beam) if a.beam else None
-    t_tg = tg_runner([tg_fn(*[Tensor(x).realize() for x in arrs])], a.repeat)
-    t_np = median_ms(lambda: np_fn(*arrs), a.repeat) if np_fn else None
+    cells = []
+    for _ in range(a.rounds):  # rounds interleave the peers, so a noisy stretch hits all of them
+      copies.append(median_ms(lambda: np.copyto(dst, src), a.repeat))
+      cells.append((tgc_time(a.tgc, g, a.repeat, a.threads, tmp / name),
+                    tgc_time(a.tgc, g, a.repeat, a.threads, tmp / name, a.beam) if a.beam else None,
+                    tg_runner([tg_fn(*[Tensor(x).realize() for x in arrs])], a.repeat),
+                    median_ms(lambda: np_fn(*arrs), a.repeat) if np_fn else None))
+    t_tgc, t_beam, t_tg, t_np = (med([c[k] for c in cells]) if cells[0][k] is not None else None for k in range(4))
     rows.append((name, t_tgc, t_tg, t_np, flops, nbytes, t_beam))
   if not only or "mnist_step" in only:
     step = mnist_step(a.mnist_batch)
@@ -164,11 +172,17 @@ def main(argv=None):
     Tensor.realize(*step())  # the optimizer state exists from here on
     g = tmp / "mnist_step.graph.json"
     tgc_graph.export(step(), g, with_data="npy")
-    t_tgc = tgc_time(a.tgc, g, a.repeat, a.threads, tmp / "mnist")
-    t_beam = tgc_time(a.tgc, g, a.repeat, a.threads, tmp / "mnist", a.beam) if a.beam else None
-    t_tg = tg_runner(step(), a.repeat)
-    rows.append((f"mnist_step_b{a.mnist_batch}", t_tgc, t_tg, None, None, None, t_beam))
-  print(f"copy 16M floats (numpy): {copy_ms:.2f} ms, {copy_gbs:.1f} GB/s (the bandwidth line)")
+    cells = []
+    for _ in range(a.rounds):
+      cells.append((tgc_time(a.tgc, g, a.repeat, a.threads, tmp / "mnist"),
+                    tgc_time(a.tgc, g, a.repeat, a.threads, tmp / "mnist", a.beam) if a.beam else None,
+                    tg_runner(step(), a.repeat)))
+    rows.append((f"mnist_step_b{a.mnist_batch}", med([c[0] for c in cells]), med([c[2] for c in cells]), None, None, None,
+                 med([c[1] for c in cells]) if a.beam else None))
+  if not copies: copies.append(median_ms(lambda: np.copyto(dst, src), a.repeat))
+  copy_ms = med(copies)
+  copy_gbs = 2 * src.nbytes / copy_ms / 1e6
+  print(f"copy 16M floats (numpy): {copy_ms:.2f} ms, {copy_gbs:.1f} GB/s (the bandwidth line; median of {len(copies)})")
   bcol = f" {'beam_ms':>9} {'beam_x_np':>9}" if a.beam else ""
   print(f"{'workload':22} {'tgc_ms':>9} {'tinygrad_ms':>12} {'numpy_ms':>9} {'tgc GFLOP/s|GB/s':>17} {'%bw':>5} {'x_tinygrad':>10} {'x_numpy':>8}{bcol}")
   ratios = []
