@@ -14,8 +14,7 @@
 #include <string.h>
 #include "io/graph.h"
 #include "schedule/schedule.h"
-#include "codegen/codegen.h"
-#include "render/render.h"
+#include "codegen_all.h"
 
 static const char *testdata(void) {
   const char *t = getenv("TGC_TESTDATA");
@@ -34,16 +33,7 @@ static int run_file(const char *path, char *msg, size_t msz, int *nk, bool codeg
     uctx->opt = g->opt;
     Schedule *s = create_schedule(g->sink);
     if (nk) *nk = s->nkernels;
-    RenderBackend omp = render_c_threads(0);
-    KNames kn;
-    knames_init(&kn, ga());
-    for (int i = 0; codegen && i < s->nitems; i++) {
-      if (s->items[i].ast->op != OP_SINK) continue;
-      Program *p = lower_kernel(s->items[i].ast, &kn);
-      render_kernel(ga(), p, &omp);
-      render_kernel(ga(), p, &render_opencl);
-      render_kernel(ga(), p, &render_cuda);
-    }
+    if (codegen) codegen_all(s, s->nitems);
     tg_try_end(&t);
   } else {
     code = tg_last_error.code;

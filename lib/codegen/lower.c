@@ -690,6 +690,18 @@ static void group_index(LCtx *c, SList sh, int i, int64_t j, UOp **g, UOp **rang
   unravel(&gs, split_index(r, K, j), out);
   for (int k = 0; k < nm; k++) g[mem[k]] = out[k];
 }
+/* the INDEX a STORE s through view writes at index vector g, recorded as the kernel's output
+ * (Kernel.sts[0]) */
+static UOp *store_index(LCtx *c, UOp *s, UOp *view, UOp **g) {
+  UOp *fi, *valid;
+  st_to_indexed_uops(view->arg->st, g, &fi, &valid);
+  c->out_rec = c->recs.n;
+  rec_index(c, s, fi, valid, view->arg->st);
+  c->out_idx = fi; c->out_valid = valid;
+  UOp *buf = view->src[0];
+  return is_true(valid) ? uop2(OP_INDEX, buf->dtype, buf, fi, NULL) : uop3(OP_INDEX, buf->dtype, buf, fi, valid, NULL);
+}
+
 /* STORE(VIEW(DEFINE_GLOBAL), x) -> STORE(INDEX(buf, idx[, valid]), value, ranges...), at upcast
  * index vector t (0 without opts; axis i split by K is r*K + j, j a digit of t) */
 static UOp *lower_store(LCtx *c, UOp *s, int64_t t) {
@@ -713,13 +725,7 @@ static UOp *lower_store(LCtx *c, UOp *s, int64_t t) {
     if (r) srcs[2 + nr++] = r;
     g[i] = split_index(r, K, j[i]);
   }
-  UOp *fi, *valid;
-  st_to_indexed_uops(view->arg->st, g, &fi, &valid);
-  c->out_rec = c->recs.n;
-  rec_index(c, s, fi, valid, view->arg->st);
-  c->out_idx = fi; c->out_valid = valid;
-  UOp *buf = view->src[0];
-  srcs[0] = is_true(valid) ? uop2(OP_INDEX, buf->dtype, buf, fi, NULL) : uop3(OP_INDEX, buf->dtype, buf, fi, valid, NULL);
+  srcs[0] = store_index(c, s, view, g);
   srcs[1] = lower_value(c, s->src[1], idx_key(sh.n, g));
   return uop_new(OP_STORE, dt_void, 2 + nr, srcs, NULL, NULL);
 }
@@ -746,13 +752,7 @@ static UOp *lower_store_threads(LCtx *c, UOp *s, int64_t t) {
     if (i >= nf || !fi[i]) tg_fail(TG_EINTERNAL, "lower: store axis %d has no index", i);
     g[i] = fi[i];
   }
-  UOp *fx, *valid;
-  st_to_indexed_uops(view->arg->st, g, &fx, &valid);
-  c->out_rec = c->recs.n;
-  rec_index(c, s, fx, valid, view->arg->st);
-  c->out_idx = fx; c->out_valid = valid;
-  UOp *buf = view->src[0];
-  UOp *ix = is_true(valid) ? uop2(OP_INDEX, buf->dtype, buf, fx, NULL) : uop3(OP_INDEX, buf->dtype, buf, fx, valid, NULL);
+  UOp *ix = store_index(c, s, view, g);
   UOp **srcs = arena_alloc(c->a, sizeof(UOp *) * (size_t)(c->tloops.n + 3));
   srcs[0] = ix;
   srcs[1] = lower_value(c, s->src[1], idx_key(sh.n, g));

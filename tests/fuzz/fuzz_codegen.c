@@ -6,9 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "io/graph.h"
-#include "schedule/schedule.h"
-#include "codegen/codegen.h"
-#include "render/render.h"
+#include "../codegen_all.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -19,16 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (g->nrows < 2000) {
       uctx->opt = g->opt;
       Schedule *s = create_schedule(g->sink);
-      RenderBackend omp = render_c_threads(0);
-      KNames kn;
-      knames_init(&kn, ga());
-      for (int i = 0; i < s->nitems && i < 64; i++) {
-        if (s->items[i].ast->op != OP_SINK) continue;
-        Program *p = lower_kernel(s->items[i].ast, &kn);
-        render_kernel(ga(), p, &omp);
-        render_kernel(ga(), p, &render_opencl);
-        render_kernel(ga(), p, &render_cuda);
-      }
+      codegen_all(s, 64);
     }
     tg_try_end(&t);
   } else if (tg_last_error.code != TG_EINPUT && tg_last_error.code != TG_EDEVICE) {
