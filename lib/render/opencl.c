@@ -8,7 +8,8 @@
  * bfloat16 values are held as float and rounded after every op, so results match the CPU runtime
  * bit for bit; half buffers are `half` read and written with OpenCL 1.2's core vload_half /
  * vstore_half_rte (no cl_khr_fp16 needed: devices without the extension run them too),
- * bfloat16 buffers ushort words. The shared prelude is made valid
+ * bfloat16 buffers ushort words. Four consecutive float loads under one mask are one vload4 (any
+ * element alignment), as tinygrad's float4. The shared prelude is made valid
  * OpenCL C 1.2 by prelude_fix: no `static`, `long long` spelled `long`, math through the
  * overloaded builtins (exp2f -> exp2), double through cl_khr_fp64. bool buffers are uchar
  * (OpenCL forbids bool kernel arguments). */
@@ -55,4 +56,6 @@ const RenderBackend render_opencl = {
   .group_id = {"get_group_id(0)", "get_group_id(1)", "get_group_id(2)"}, .local_id = {"get_local_id(0)", "get_local_id(1)", "get_local_id(2)"},
   .barrier = "barrier(CLK_LOCAL_MEM_FENCE);", .smem_prefix = "__local ",
   .load16 = {"vload_half(%2$s, %1$s)", NULL}, .store16 = {"vstore_half_rte(%3$s, %2$s, %1$s)", NULL},
+  /* float4 loads through vload4 (any element alignment, __global or __local) */
+  .vec4 = true, .vec4_type = "float4", .vec4_load = "vload4(0, %s+%s)", .vec4_zero = "(float4)(0.0f)", .vec4_lane = "%s.s%d",
 };

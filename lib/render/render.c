@@ -677,12 +677,16 @@ static void find_vec_loads(R *r) {
     }
   }
 }
+/* the backend's spelling of the 4-wide vector (RenderBackend.vec4_*: the C backend's tg_f4 by default) */
+static const char *vec4_type(const RenderBackend *be) { return be->vec4_type ? be->vec4_type : "tg_f4"; }
 /* the vector load of a group: *(const tg_f4*)(buf+base+c), 0 where the mask is false */
 static const char *render_vec_load(R *r, const VLoad *h) {
   const char *off = h->base ? arena_printf(r->a, "%s+%s", nm(r, h->base), h->c ? arena_printf(r->a, "(%lld)", (long long)h->c) : "0")
                             : arena_printf(r->a, "%lld", (long long)h->c);
-  const char *e = arena_printf(r->a, "(*(const tg_f4*)(%s+%s))", nm(r, h->buf), off);
-  return h->valid ? arena_printf(r->a, "(%s?%s:(tg_f4){0.0f,0.0f,0.0f,0.0f})", nm(r, h->valid), e) : e;
+  const RenderBackend *be = r->be;
+  const char *e = arena_printf(r->a, be->vec4_load ? be->vec4_load : "(*(const tg_f4*)(%s+%s))", nm(r, h->buf), off);
+  const char *zero = be->vec4_zero ? be->vec4_zero : "(tg_f4){0.0f,0.0f,0.0f,0.0f}";
+  return h->valid ? arena_printf(r->a, "(%s?%s:%s)", nm(r, h->valid), e, zero) : e;
 }
 
 /* the depth-0 loop that may run across threads (NULL: none): alone at its depth, and the kernel
@@ -844,9 +848,9 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       const VLoad *vl = map_get(&r.vec, u, uop_h(u), NULL);
       if (vl && vl->first == i) {   /* the group's first load in program order: the vector load */
         sb_indent(&b, d);
-        sb_printf(&b, "tg_f4 %s = %s;\n", vl->head->name, render_vec_load(&r, vl->head));
+        sb_printf(&b, "%s %s = %s;\n", vec4_type(be), vl->head->name, render_vec_load(&r, vl->head));
       }
-      const char *e = vl ? arena_printf(a, "%s[%d]", vl->head->name, vl->lane) : render_expr(&r, u);
+      const char *e = vl ? arena_printf(a, be->vec4_lane ? be->vec4_lane : "%s[%d]", vl->head->name, vl->lane) : render_expr(&r, u);
       bool can_inline = pure_value(u);
       intptr_t ud = (intptr_t)map_get(&r.usedepth, u, uop_h(u), NULL);
       if (can_inline && use_count(&r, u) == 1 && ud == in->depth + 1) { map_put(&r.names, u, uop_h(u), (void *)e); break; }

@@ -47,10 +47,13 @@ typedef struct RenderBackend {
    * simd reduction(+:acc...)" (compile with -fopenmp-simd or -fopenmp), which lets the compiler
    * vectorize the sum (reassociating it, as tinygrad's UNROLL/GROUP opts do) */
   bool simd;
-  /* C backend: four float32 loads of one buffer at base+c..base+c+3 under one mask in one block
-   * become one 16-byte vector load (tg_f4, a GCC/Clang vector type) and its lanes, as tinygrad's
-   * float4 loads */
+  /* four float32 loads of one buffer at base+c..base+c+3 under one mask in one block become one
+   * 16-byte vector load and its lanes, as tinygrad's float4 loads: vec4_type names the vector,
+   * vec4_load is a printf format of (buffer, offset), vec4_zero the value where the mask is false
+   * and vec4_lane the printf format of (vector, lane) (NULL: the C backend's tg_f4, a GCC/Clang
+   * vector type, loaded through a pointer cast and indexed with []) */
   bool vec4;
+  const char *vec4_type, *vec4_load, *vec4_zero, *vec4_lane;
   /* C backend: EXP2/LOG2 (and POW through them) as tinygrad's xexp2/xlog2 polynomials (the
    * prelude's tg_exp2f, tg_log2f...), as tinygrad's CPU backend renders them, instead of libm */
   bool soft_math;
