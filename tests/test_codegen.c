@@ -151,6 +151,9 @@ Test(codegen, matmul_upcast_unroll) {
   char *src = render_kernel(ga(), ps[0], &render_c);
   cr_expect(strstr(src, "tg_f4 vec0 = (*(const tg_f4*)(data1+") && strstr(src, "= vec0[3];") && strstr(src, "typedef float tg_f4"), "%s", src);
   cr_expect(strstr(src, "acc0 = ((((acc0+(val") != NULL, "%s", src);
+  /* CUDA: a float4 load needs 16-byte alignment: the base (ridx*384 + ...) and offset are multiples of 4 */
+  char *cu = render_kernel(ga(), ps[0], &render_cuda);
+  cr_expect(strstr(cu, "float4 vec0 = (*((const float4*)(data1+") && strstr(cu, "= vec0.w;"), "%s", cu);
   /* OpenCL: the same group as vload4 and .s0-.s3 lanes (no tg_f4) */
   char *cl = render_kernel(ga(), ps[0], &render_opencl);
   cr_expect(!strstr(cl, "tg_f4") && strstr(cl, "float4 vec0 = vload4(0, data1+") && strstr(cl, "= vec0.s3;"), "%s", cl);
@@ -217,6 +220,36 @@ static void expect_refused(const char *path, const char *opts, const char *reaso
     cr_expect_eq(tg_last_error.code, TG_EINPUT, "%s: %s", opts, tg_last_error.msg);
     cr_expect(strstr(tg_last_error.msg, reason) != NULL, "%s: %s", opts, tg_last_error.msg);
   }
+  uop_ctx_free(c);
+}
+
+/* CUDA's float4 loads only where the offset is a known multiple of 4: in conv2d_basic's kernels
+ * (3x3 windows: bases like ridx*3 and offsets like -57) every float4 offset constant is one, and
+ * fewer groups form than in C, which loads four floats at any element alignment */
+Test(codegen, cuda_float4_aligned) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/numeric/numeric.conv2d_basic.eff133.expect.json", oracle());
+  UCtx *c = uop_ctx_new();
+  const Program *ps[16];
+  int n = lower_ok(path, ps, 16), nc = 0, ncu = 0;
+  for (int i = 0; i < n; i++) {
+    char *cu = render_kernel(ga(), ps[i], &render_cuda), *src = render_kernel(ga(), ps[i], &render_c);
+    nc += count_str(src, "tg_f4 vec");
+    for (const char *q = cu; (q = strstr(q, "(*((const float4*)(")); q++) {
+      ncu++;
+      const char *e = strstr(q, ")))");
+      cr_assert(e, "%s", cu);
+      const char *plus = q + strlen("(*((const float4*)(");
+      /* data1+BASE+(C) or data1+BASE+0 or data1+C: the last '+' term is the constant */
+      const char *last = NULL;
+      for (const char *t = plus; t < e; t++) if (*t == '+') last = t;
+      cr_assert(last, "%.*s", (int)(e - q), q);
+      long long cst = strtoll(last[1] == '(' ? last + 2 : last + 1, NULL, 10);
+      cr_expect(cst % 4 == 0, "float4 at an offset %lld not a multiple of 4: %.*s", cst, (int)(e - q + 3), q);
+    }
+  }
+  cr_expect_gt(ncu, 0, "no CUDA float4 load at all");
+  cr_expect_gt(nc, ncu, "C %d vector loads, CUDA %d", nc, ncu);
   uop_ctx_free(c);
 }
 

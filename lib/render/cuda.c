@@ -35,4 +35,7 @@ const RenderBackend render_cuda = {
   .store16 = {"%1$s[%2$s] = __float2half_rn(%3$s)", "%1$s[%2$s] = __float2bfloat16_rn(%3$s)"},
   .round16 = {"__half2float(__float2half_rn(%s))", "__bfloat162float(__float2bfloat16_rn(%s))"},
   .include16 = {"#include <cuda_fp16.h>\n", "#include <cuda_bf16.h>\n"},
+  /* float4 loads where the offset is a known multiple of 4 (a float4 load must be 16-byte aligned) */
+  .vec4 = true, .vec4_aligned = true, .vec4_type = "float4", .vec4_load = "(*((const float4*)(%s+%s)))",
+  .vec4_zero = "make_float4(0.0f,0.0f,0.0f,0.0f)", .vec4_lanes = {".x", ".y", ".z", ".w"},
 };

@@ -57,5 +57,6 @@ const RenderBackend render_opencl = {
   .barrier = "barrier(CLK_LOCAL_MEM_FENCE);", .smem_prefix = "__local ",
   .load16 = {"vload_half(%2$s, %1$s)", NULL}, .store16 = {"vstore_half_rte(%3$s, %2$s, %1$s)", NULL},
   /* float4 loads through vload4 (any element alignment, __global or __local) */
-  .vec4 = true, .vec4_type = "float4", .vec4_load = "vload4(0, %s+%s)", .vec4_zero = "(float4)(0.0f)", .vec4_lane = "%s.s%d",
+  .vec4 = true, .vec4_type = "float4", .vec4_load = "vload4(0, %s+%s)", .vec4_zero = "(float4)(0.0f)",
+  .vec4_lanes = {".s0", ".s1", ".s2", ".s3"},
 };

@@ -653,7 +653,12 @@ static void find_vec_loads(R *r) {
     VKey k = key[i];
     k.c--;
     if (vtab_get(&at, k) >= 0) continue;   /* not the start of a run */
-    for (int64_t c0 = key[i].c;; c0 += 4) {
+    int64_t c0 = key[i].c;
+    if (r->be->vec4_aligned) {   /* from the run's first offset that is a multiple of 4, on a base that is one */
+      if (k.buf->op != OP_DEFINE_GLOBAL || (k.base && !u_divides(k.base, 4))) continue;
+      c0 += ((4 - c0 % 4) % 4 + 4) % 4;
+    }
+    for (;; c0 += 4) {
       int idx[4];
       bool full = true;
       for (int l = 0; l < 4 && full; l++) {
@@ -850,7 +855,9 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
         sb_indent(&b, d);
         sb_printf(&b, "%s %s = %s;\n", vec4_type(be), vl->head->name, render_vec_load(&r, vl->head));
       }
-      const char *e = vl ? arena_printf(a, be->vec4_lane ? be->vec4_lane : "%s[%d]", vl->head->name, vl->lane) : render_expr(&r, u);
+      const char *e = vl ? (be->vec4_lanes[0] ? arena_printf(a, "%s%s", vl->head->name, be->vec4_lanes[vl->lane])
+                                              : arena_printf(a, "%s[%d]", vl->head->name, vl->lane))
+                         : render_expr(&r, u);
       bool can_inline = pure_value(u);
       intptr_t ud = (intptr_t)map_get(&r.usedepth, u, uop_h(u), NULL);
       if (can_inline && use_count(&r, u) == 1 && ud == in->depth + 1) { map_put(&r.names, u, uop_h(u), (void *)e); break; }

@@ -50,10 +50,12 @@ typedef struct RenderBackend {
   /* four float32 loads of one buffer at base+c..base+c+3 under one mask in one block become one
    * 16-byte vector load and its lanes, as tinygrad's float4 loads: vec4_type names the vector,
    * vec4_load is a printf format of (buffer, offset), vec4_zero the value where the mask is false
-   * and vec4_lane the printf format of (vector, lane) (NULL: the C backend's tg_f4, a GCC/Clang
-   * vector type, loaded through a pointer cast and indexed with []) */
-  bool vec4;
-  const char *vec4_type, *vec4_load, *vec4_zero, *vec4_lane;
+   * and vec4_lanes[l] follows the vector's name to read lane l (NULL: the C backend's tg_f4, a
+   * GCC/Clang vector type, loaded through a pointer cast and indexed with []). vec4_aligned: the
+   * load needs 16-byte alignment (CUDA's float4): only global buffers (tgc allocates each one
+   * apart, 256-byte aligned) at offsets known to be multiples of 4 */
+  bool vec4, vec4_aligned;
+  const char *vec4_type, *vec4_load, *vec4_zero, *vec4_lanes[4];
   /* C backend: EXP2/LOG2 (and POW through them) as tinygrad's xexp2/xlog2 polynomials (the
    * prelude's tg_exp2f, tg_log2f...), as tinygrad's CPU backend renders them, instead of libm */
   bool soft_math;
