@@ -190,6 +190,23 @@ Test(codegen, fission_row_sums) {
   cr_expect(strstr(serial, "tg_f4 vec") != NULL, "%s", serial);
   uop_ctx_free(c);
 }
+/* k-blocking (render/loops.c): testdata/numeric/matmul_kblock's reduce steps over four rows of B,
+ * 4 KB, per iteration: the reduce runs in blocks of 8 around the column loop, each accumulator
+ * resuming from its partial in the output; a backend without kblock keeps the plain nest (values:
+ * make conformance, testdata/numeric) */
+Test(codegen, kblock_matmul) {
+  UCtx *c = uop_ctx_new();
+  const Program *ps[4];
+  cr_assert_eq(lower_ok("testdata/numeric/matmul_kblock.expect.json", ps, 4), 1);
+  char *src = render_kernel(ga(), ps[0], &render_c);
+  cr_expect(strstr(src, "for (int kblk = 0; kblk < 16; kblk += 8) {") && strstr(src, "= kblk+8;") == NULL, "%s", src);
+  cr_expect(strstr(src, "float acc0 = kblk ? data0[") != NULL, "%s", src);
+  cr_expect(strstr(src, "= kblk; ridx") != NULL, "%s", src);
+  RenderBackend plain = render_c;
+  plain.kblock = false;
+  cr_expect(!strstr(render_kernel(ga(), ps[0], &plain), "kblk"));
+  uop_ctx_free(c);
+}
 /* a matmul's accumulators share their loads (the register tile): no fission */
 Test(codegen, no_fission_shared_loads) {
   char path[1024];

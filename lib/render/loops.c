@@ -246,3 +246,144 @@ const Program *render_fission(Arena *a, const Program *p) {
   q->ninst = nout;
   return q;
 }
+
+/* ---------------------------------------------------------------- k-blocking */
+/* the body instructions of loop [i, j) at its own depth that are loops: their count, the first in *at */
+static int child_loops(const Program *p, int i, int j, int *at) {
+  int n = 0;
+  for (int k = i + 1; k < j; k++)
+    if (p->inst[k].kind == LK_LOOP && p->inst[k].depth == p->inst[i].depth + 1) { if (!n) *at = k; n++; }
+  return n;
+}
+/* does value u (or what it is computed from, within [lo, hi) by def) use any of the set? */
+static bool uses_any(UOp *u, const Map *def, const Program *p, const bool *bad, int lo) {
+  UOp *stack[256];
+  int n = 0;
+  stack[n++] = u;
+  while (n) {
+    UOp *x = stack[--n];
+    int d = (int)(intptr_t)map_get(def, x, uop_h(x), NULL) - 1;
+    if (d < 0) continue;
+    if (bad[d - lo]) return true;
+    const LInst *in = &p->inst[d];
+    if (in->kind != LK_VALUE) return true;
+    for (int k = 0; k < x->nsrc; k++) {
+      if (n == 256) return true;
+      stack[n++] = x->src[k]->op == OP_INDEX ? x->src[k]->src[1] : x->src[k];
+    }
+  }
+  return false;
+}
+
+const Program *render_kblock(Arena *a, const Program *p, KBlock *kb) {
+  memset(kb, 0, sizeof *kb);
+  for (int red = 0; red < p->ninst; red++) {
+    const LInst *ri = &p->inst[red];
+    if (ri->kind != LK_LOOP || ri->u->op != OP_RANGE || ri->depth < 2) continue;
+    int red_end = render_loop_end(p, red), tmp;
+    if (red_end < 0 || child_loops(p, red, red_end, &tmp)) continue;   /* innermost only */
+    UOp *bound = ri->u->src[0];
+    if (bound->op != OP_CONST || bound->arg->kind != V_INT) continue;
+    int64_t K = bound->arg->i;
+    /* the loop around it, with this reduce loop its only loop */
+    int col = -1;
+    for (int k = red - 1; k >= 0 && col < 0; k--) if (p->inst[k].kind == LK_LOOP && p->inst[k].depth == ri->depth - 1) col = k;
+    if (col < 0 || p->inst[col].u->op != OP_RANGE) continue;
+    int col_end = render_loop_end(p, col);
+    if (col_end < 0 || child_loops(p, col, col_end, &tmp) != 1) continue;
+    /* the widest step a load takes per reduce iteration, in bytes: a column of a row-major matrix */
+    int64_t wide = 0;
+    for (int k = red + 1; k < red_end; k++) {
+      const LInst *in = &p->inst[k];
+      if (in->kind == LK_VALUE && in->u->op == OP_LOAD && in->u->src[0]->op == OP_INDEX) {
+        int64_t c = render_range_coef(in->u->src[0]->src[1], ri->u, 0);
+        if (c < 0) { wide = -1; break; }
+        int64_t bytes = c * dt_base(in->u->src[0]->src[0]->dtype)->itemsize;
+        if (bytes > wide) wide = bytes;
+      }
+    }
+    if (wide < 4096) continue;
+    /* reduce iterations per block: the widest operand's rows in about 32 KB (an L1) */
+    int64_t step = 32768 / wide;
+    if (step < 1) step = 1;
+    while (step > 1 && K % step) step--;
+    if (step >= K) continue;
+    /* the loop body: values and accumulators before the reduce loop, stores of accumulators after */
+    int nacc = 0, first_acc = -1;
+    bool ok = true;
+    for (int k = col + 1; k < col_end && ok; k++) {
+      const LInst *in = &p->inst[k];
+      if (k > red && k < red_end) continue;
+      if (in->kind == LK_ACC) { nacc++; if (first_acc < 0) first_acc = k; if (k > red) ok = false; }
+      else if (in->kind == LK_STORE) ok = k > red_end;
+      else if (in->kind != LK_VALUE && k != red && k != red_end) ok = false;
+    }
+    if (!ok || !nacc) continue;
+    kb->acc = arena_alloc(a, sizeof(UOp *) * (size_t)nacc);
+    kb->store_ix = arena_alloc(a, sizeof(UOp *) * (size_t)nacc);
+    kb->nacc = 0;
+    for (int k = col + 1; k < red && ok; k++) {
+      if (p->inst[k].kind != LK_ACC) continue;
+      UOp *r = p->inst[k].u, *ix = NULL;
+      int nst = 0;
+      for (int q = red_end + 1; q < col_end; q++)
+        if (p->inst[q].kind == LK_STORE && p->inst[q].u->src[1] == r) { ix = p->inst[q].u->src[0]; nst++; }
+      /* one ungated store of exactly the accumulator, in its own type (a partial sum comes back bit for bit) */
+      ok = nst == 1 && ix->op == OP_INDEX && ix->nsrc == 2 && dt_base(ix->src[0]->dtype) == r->dtype && ix->src[0]->op == OP_DEFINE_GLOBAL;
+      if (ok) kb->acc[kb->nacc] = r, kb->store_ix[kb->nacc++] = ix;
+    }
+    /* every store stores an accumulator; no output buffer is read in the kernel */
+    for (int q = red_end + 1; q < col_end && ok; q++) {
+      if (p->inst[q].kind != LK_STORE) continue;
+      bool mine = false;
+      for (int t = 0; t < kb->nacc; t++) mine |= kb->acc[t] == p->inst[q].u->src[1];
+      ok = mine;
+    }
+    for (int q = 0; q < p->ninst && ok; q++) {
+      const LInst *in = &p->inst[q];
+      if (in->kind != LK_VALUE || in->u->op != OP_LOAD || in->u->src[0]->op != OP_INDEX) continue;
+      for (int t = 0; t < kb->nacc && ok; t++) ok = in->u->src[0]->src[0] != kb->store_ix[t]->src[0];
+    }
+    if (!ok) continue;
+    /* the stores' index values defined after the accumulators move in front of them: they must not
+     * depend on anything computed in the reduce loop or from an accumulator */
+    int lo = col + 1, n = col_end - lo;
+    Map def;
+    map_init(&def, a);
+    bool *bad = arena_alloc(a, sizeof(bool) * (size_t)n), *move = arena_alloc(a, sizeof(bool) * (size_t)n);
+    for (int k = lo; k < col_end; k++) {
+      const LInst *in = &p->inst[k];
+      if (in->kind == LK_VALUE) map_put(&def, in->u, uop_h(in->u), (void *)(intptr_t)(k + 1));
+      bad[k - lo] = (k >= red && k <= red_end) || in->kind == LK_ACC;
+    }
+    for (int t = 0; t < kb->nacc; t++) map_put(&def, kb->acc[t], uop_h(kb->acc[t]), (void *)(intptr_t)(first_acc + 1));
+    for (int t = 0; t < kb->nacc && ok; t++) ok = !uses_any(kb->store_ix[t]->src[1], &def, p, bad, lo);
+    if (!ok) continue;
+    /* mark the index values to move: the stores' index trees among the instructions after the loop */
+    for (int t = 0; t < kb->nacc; t++) {
+      UOp *stack[256];
+      int sn = 0;
+      stack[sn++] = kb->store_ix[t]->src[1];
+      while (sn) {
+        UOp *x = stack[--sn];
+        int d = (int)(intptr_t)map_get(&def, x, uop_h(x), NULL) - 1;
+        if (d < first_acc || move[d - lo]) continue;   /* defined in front of the accumulators already */
+        move[d - lo] = true;
+        for (int k = 0; k < x->nsrc && sn < 256; k++) stack[sn++] = x->src[k];
+      }
+    }
+    LInst *ni = arena_alloc(a, sizeof(LInst) * (size_t)p->ninst);
+    int o = 0;
+    for (int k = 0; k < first_acc; k++) ni[o++] = p->inst[k];
+    for (int k = first_acc; k < col_end; k++) if (move[k - lo]) ni[o++] = (LInst){LK_VALUE, p->inst[first_acc].depth, p->inst[k].u, NULL};
+    for (int k = first_acc; k < p->ninst; k++) if (!(k < col_end && move[k - lo])) ni[o++] = p->inst[k];
+    Program *q = arena_alloc(a, sizeof *q);
+    *q = *p;
+    q->inst = ni;
+    kb->col = p->inst[col].u;
+    kb->red = ri->u;
+    kb->step = step;
+    return q;
+  }
+  return p;
+}

@@ -240,6 +240,7 @@ const RenderBackend render_c = {
   .name = "c", .ext = ".c", .kernel_prefix = "void", .buffer_prefix = "", .buffer_suffix = " restrict",
   .readonly_prefix = "const ", .arg_int_prefix = "const int", .infinity = "INFINITY", .nan = "NAN",
   .emulated_16bit = true, .type_name = c_type, .storage_name = c_storage, .vec4 = true, .soft_math = true,
+  .kblock = true,
 };
 
 /* ---------------------------------------------------------------- constants */
@@ -746,6 +747,8 @@ static void render_specials(R *r, SB *b) {
 
 char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
   if (be->simd) p = render_fission(a, p);
+  KBlock kbp = {0};
+  if (be->kblock) p = render_kblock(a, p, &kbp);
   R r = {.a = a, .be = be, .p = p};
   RenderLaunch launch;
   render_launch(p, be, &launch);
@@ -795,10 +798,11 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
   if (!p->nglobals && !p->nvars) sb_str(&b, "void");
   sb_str(&b, ") {\n");
   render_specials(&r, &b);
+  bool kin = false;   /* between the k-block loop's lines */
   for (int i = 0; i < p->ninst; i++) {
     const LInst *in = &p->inst[i];
     UOp *u = in->u;
-    int d = in->depth + 1;
+    int d = in->depth + 1 + (kin ? 1 : 0);   /* inside a k-block loop: one more level */
     switch (in->kind) {
     case LK_BARRIER: sb_indent(&b, d); sb_printf(&b, "%s\n", be->barrier); break;
     case LK_LOOP: {
@@ -808,6 +812,12 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       int li = -1;
       for (int k = 0; k < launch.n; k++) if (launch.loops[k] == u) li = k;
       if (li >= 0) { sb_printf(&b, "int %s = (int)%s; if (%s < %s) {\n", rn, be->gid[launch.dim[li]], rn, nm(&r, u->src[0])); break; }
+      if (u == kbp.col) {   /* the block loop around it */
+        sb_printf(&b, "for (int kblk = 0; kblk < %lld; kblk += %lld) {\n", (long long)kbp.red->src[0]->arg->i, (long long)kbp.step);
+        kin = true;
+        sb_indent(&b, ++d);
+      }
+      if (u == kbp.red) { sb_printf(&b, "for (int %s = kblk; %s < kblk+%lld; %s++) {\n", rn, rn, (long long)kbp.step, rn); break; }
       if (u == ploop) {
         if (be->parallel > 0) sb_printf(&b, "#pragma omp parallel for num_threads(%d)\n", be->parallel);
         else sb_str(&b, "#pragma omp parallel for\n");
@@ -820,12 +830,18 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       sb_printf(&b, "for (int %s = 0; %s < %s; %s++) {\n", rn, rn, nm(&r, u->src[0]), rn);
       break;
     }
-    case LK_ENDLOOP: sb_indent(&b, d); sb_str(&b, "}\n"); break;
+    case LK_ENDLOOP:
+      sb_indent(&b, d); sb_str(&b, "}\n");
+      if (u == kbp.col && kin) { kin = false; sb_indent(&b, d - 1); sb_str(&b, "}\n"); }
+      break;
     case LK_ACC: {
       const char *an = arena_printf(a, "acc%d", r.cnt[PF_ACC]++);
       map_put(&r.names, u, uop_h(u), (void *)an);
       sb_indent(&b, d);
-      sb_printf(&b, "%s %s = %s;\n", be->type_name(u->dtype), an, render_const(a, lower_identity(u->arg->op, u->dtype), be));
+      const char *init = render_const(a, lower_identity(u->arg->op, u->dtype), be);
+      for (int k = 0; k < kbp.nacc; k++)   /* a later block resumes from the partial sum in the output */
+        if (kbp.acc[k] == u) init = arena_printf(a, "kblk ? %s[%s] : %s", nm(&r, kbp.store_ix[k]->src[0]), nm(&r, kbp.store_ix[k]->src[1]), init);
+      sb_printf(&b, "%s %s = %s;\n", be->type_name(u->dtype), an, init);
       break;
     }
     case LK_ACCUM: {   /* consecutive ADD/MUL updates of one accumulator (an unroll's) are one statement */

@@ -55,6 +55,9 @@ typedef struct RenderBackend {
    * load needs 16-byte alignment (CUDA's float4): only global buffers (tgc allocates each one
    * apart, 256-byte aligned) at offsets known to be multiples of 4 */
   bool vec4, vec4_aligned;
+  /* C backend: a reduce loop walking a 4 KB-strided operand runs in blocks around its enclosing
+   * loop, each sum resumed from its partial in the output (render/loops.c: render_kblock) */
+  bool kblock;
   const char *vec4_type, *vec4_load, *vec4_zero, *vec4_lanes[4];
   /* C backend: EXP2/LOG2 (and POW through them) as tinygrad's xexp2/xlog2 polynomials (the
    * prelude's tg_exp2f, tg_log2f...), as tinygrad's CPU backend renders them, instead of libm */

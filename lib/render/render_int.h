@@ -24,4 +24,19 @@ bool render_sum_loop(const Program *p, int i, int j, const bool *only);
  * into one loop per group (p itself when none is) */
 const Program *render_fission(Arena *a, const Program *p);
 
+/* k-blocking (RenderBackend.kblock): a reduce loop whose widest load steps by 4 KB or more per
+ * iteration (a matmul's column: its rows alias in the cache) runs in blocks of `step` iterations
+ * with the block loop around the loop that holds it (col), so the rows a block reads stay in L1
+ * while col sweeps them; each accumulator starts a block from the partial sum its store left in
+ * the output (acc[i] is stored through store_ix[i]), so every sum still adds its values in
+ * order and the results are bit for bit the same. */
+typedef struct KBlock {
+  UOp *col, *red;         /* the loop around the reduce loop, and the reduce loop (NULL: none) */
+  int64_t step;           /* reduce iterations per block */
+  int nacc; UOp **acc, **store_ix;
+} KBlock;
+/* p with the stores' index values moved in front of the accumulators when a loop can be k-blocked
+ * (kb says which; kb->col NULL and p itself when none can) */
+const Program *render_kblock(Arena *a, const Program *p, KBlock *kb);
+
 #endif

@@ -43,3 +43,10 @@ rng = np.random.default_rng(7)
 xr = Tensor(rng.standard_normal((1024, 64), dtype=np.float32)).realize()
 case("row_reductions", [xr.sum(axis=1), (xr * xr).mean(axis=1), xr.exp().sum(axis=1) + 1, xr.logsumexp(-1),
                         (xr.softmax(-1) * xr).sum(axis=1), xr.layernorm().max(axis=1)])
+
+# matmul_kblock: (8, 64) @ (64, 256): each reduce step reads four rows of B, 4 KB, so tgc's C backend
+# runs the reduce in blocks around the column loop, each sum resumed from its partial in the
+# output (render/loops.c k-blocking); the values must still match
+ma = Tensor(rng.standard_normal((8, 64), dtype=np.float32)).realize()
+mb = Tensor(rng.standard_normal((64, 256), dtype=np.float32)).realize()
+case("matmul_kblock", [ma @ mb])
