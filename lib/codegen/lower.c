@@ -452,6 +452,14 @@ static UOp *group_reduce(LCtx *c, UOp *u, const Frame *f, UOp *part) {
   return uop_new(OP_REDUCE, u->dtype, f->ng + 1, s, v_ops(u->arg->items[0]->op), NULL);
 }
 
+/* st_to_indexed_uops at an index vector of n indices: one per dimension of st, or the AST's shapes
+ * disagree (a graph's own KERNEL rows can make them) */
+static void index_st(const ShapeTracker *st, UOp *const *idx, int n, UOp **fi, UOp **valid) {
+  int rank = st_shape(st).n;
+  if (rank != n) tg_fail(TG_EINPUT, "kernel AST: a view of %d dimensions is read at %d indices (its shape is not its user's)", rank, n);
+  st_to_indexed_uops(st, idx, fi, valid);
+}
+
 /* fill f's children (or f->done) for node at index vector ikey */
 static void lower_prepare(LCtx *c, Frame *f) {
   UOp *u = f->node, *const *idx = f->ikey->src;
@@ -461,7 +469,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
   case OP_CONST: case OP_DEFINE_VAR: {
     if (!u->nsrc) { f->done = u; return; }
     UOp *fi, *valid;
-    st_to_indexed_uops(u->src[0]->arg->st, idx, &fi, &valid);
+    index_st(u->src[0]->arg->st, idx, n, &fi, &valid);
     rec_index(c, u, fi, valid, u->src[0]->arg->st);
     UOp *b = bare_of(u);
     f->done = is_true(valid) ? b : u_where(valid, b, zero_of(u->dtype));
@@ -477,7 +485,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
     }
     if (buf->op == OP_VIEW && buf->src[0]->op == OP_DEFINE_GLOBAL) {
       UOp *fi, *valid;
-      st_to_indexed_uops(buf->arg->st, idx, &fi, &valid);
+      index_st(buf->arg->st, idx, n, &fi, &valid);
       rec_index(c, u, fi, valid, buf->arg->st);
       f->done = load_of(u, buf->src[0], fi, valid);
       return;
@@ -486,7 +494,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
   }
   case OP_VIEW: {
     UOp *x = u->src[0], *fi, *valid;
-    st_to_indexed_uops(u->arg->st, idx, &fi, &valid);
+    index_st(u->arg->st, idx, n, &fi, &valid);
     if (x->op == OP_LOAD && x->src[0]->op == OP_DEFINE_GLOBAL) { rec_index(c, u, fi, valid, u->arg->st); f->done = load_of(x, x->src[0], fi, valid); return; }
     if (x->op == OP_DEFINE_GLOBAL) tg_fail(TG_EINPUT, "VIEW of a DEFINE_GLOBAL used as a value");
     /* tinygrad pushes this view onto the buffers below; its mask blocks the same merges */
