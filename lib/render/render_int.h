@@ -24,8 +24,9 @@ bool render_sum_loop(const Program *p, int i, int j, const bool *only);
  * into one loop per group (p itself when none is) */
 const Program *render_fission(Arena *a, const Program *p);
 
-/* k-blocking (RenderBackend.kblock): a reduce loop whose widest load steps by 4 KB or more per
- * iteration (a matmul's column: its rows alias in the cache) runs in blocks of `step` iterations
+/* k-blocking (RenderBackend.kblock): a reduce loop of at most 32 accumulators whose widest load
+ * steps by 4 KB or more per iteration (a matmul's column: its rows alias in the cache; a wider
+ * register tile reuses each row enough without it) runs in blocks of `step` iterations
  * with the block loop around the loop that holds it (col), so the rows a block reads stay in L1
  * while col sweeps them; each accumulator starts a block from the partial sum its store left in
  * the output (acc[i] is stored through store_ix[i]), so every sum still adds its values in
