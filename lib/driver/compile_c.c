@@ -281,7 +281,9 @@ void model_emit_run(SB *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
 int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
   Arena *a = ga();
   ModelPlan mp;
-  const RenderBackend cbe = render_c_threads(compile_threads), *be = &cbe;
+  RenderBackend cbe = render_c_threads(compile_threads);
+  cbe.kblock = !compile_beam;   /* the kernels BEAM timed (Runtime.beam) */
+  const RenderBackend *be = &cbe;
   model_plan(&mp, g, s, be);
   CModel m = mp.m;
   int nprog = mp.nprog, nout = mp.nout;

@@ -27,7 +27,10 @@ typedef struct Runtime {
   int ncompiled, ncached;   /* compiler runs / cache hits, for tests and -v */
   int nvars; UOp *const *vars; const int64_t *vals; /* the schedule's variable values (symbolic BUFFER_VIEWs) */
   PtrVec handles, owned;
-  int beam;                 /* > 0: each kernel's opts come from a BEAM search of this width (rt_beam) */
+  int beam;                 /* > 0: each kernel's opts come from a BEAM search of this width (rt_beam);
+                             * its kernels render without k-blocking: the greedy search, steered by small
+                             * tiles that blocking speeds up, stops at tiles it then slows (matmul 1024:
+                             * 15-20 ms picks unblocked, 20-24 ms blocked) */
   FILE *log;                /* progress lines (a finished BEAM search), NULL: none */
   int nbeam_searched, nbeam_cached; /* BEAM searches run / read from the cache, for tests */
   double *item_ms;          /* profiling: when set, each item's wall time (ms) by item index ... */
