@@ -340,6 +340,14 @@ const Program *render_kblock(Arena *a, const Program *p, KBlock *kb) {
       ok = nst == 1 && ix->op == OP_INDEX && ix->nsrc == 2 && dt_base(ix->src[0]->dtype) == r->dtype && ix->src[0]->op == OP_DEFINE_GLOBAL;
       if (ok) kb->acc[kb->nacc] = r, kb->store_ix[kb->nacc++] = ix;
     }
+    /* every update in the reduce loop is to one of these accumulators (an accumulator from further
+     * out would see its values in another order) */
+    for (int q = red + 1; q < red_end && ok; q++) {
+      if (p->inst[q].kind != LK_ACCUM) continue;
+      bool mine = false;
+      for (int t = 0; t < kb->nacc; t++) mine |= kb->acc[t] == p->inst[q].u;
+      ok = mine;
+    }
     /* every store stores an accumulator; no output buffer is read in the kernel */
     for (int q = red_end + 1; q < col_end && ok; q++) {
       if (p->inst[q].kind != LK_STORE) continue;
