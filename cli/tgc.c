@@ -370,7 +370,7 @@ static void write_deps(const char *path, const char *dir) {
 
 /* --noopt / --opts LIST: the kernel opts every kernel is lowered with (default: the heuristic) */
 static void take_opts(int c, const char *arg) {
-  KOptCfg cfg = {KOPT_NONE, 0, {{0}}};
+  KOptCfg cfg = {KOPT_NONE, 0, {{0}}, 0};
   char why[256];
   if (c == O_OPTS && !kopt_parse(arg, &cfg, why, sizeof why)) misuse("--opts: %s", why);
   lower_opt_config(&cfg);

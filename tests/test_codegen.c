@@ -93,7 +93,7 @@ Test(codegen, function_name) {
   uop_ctx_free(c);
 }
 
-static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}}, heuristic = {KOPT_HEURISTIC, 0, {{0}}};
+static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}, 0}, heuristic = {KOPT_HEURISTIC, 0, {{0}}, 0};
 
 /* the matmul kernel without opts: 2 output loops, 1 reduce loop, an accumulator, one store */
 Test(codegen, matmul_structure) {
@@ -207,6 +207,49 @@ Test(codegen, kblock_matmul) {
   cr_expect(!strstr(render_kernel(ga(), ps[0], &plain), "kblk"));
   uop_ctx_free(c);
 }
+/* the CPU register tile (opt.c kopt_cpu_tile): testdata/numeric/matmul_tile's (64,128)@(128,256)
+ * gets tinygrad's 4x4 tile from the heuristic; with 16-float vectors (AVX-512) tgc adds 4x the
+ * columns and 2x the rows (8x16: 128 accumulators), with 8-float ones 2x and 2x, with 4 nothing;
+ * the 64x96@96x48 matmul, whose column upcast is 3, keeps tinygrad's opts. A list given by hand is
+ * never extended. */
+static const char *tile_opts(const char *path, int lanes, KOptMode mode) {
+  KOptCfg cfg = {mode, 0, {{0}}, lanes};
+  if (mode == KOPT_LIST) {
+    char why[64];
+    cr_assert(kopt_parse("UPCAST:1:4,UPCAST:0:4", &cfg, why, sizeof why));
+    cfg.tile_lanes = lanes;
+  }
+  lower_opt_config(&cfg);
+  const Program *ps[4];
+  cr_assert_eq(lower_ok(path, ps, 4), 2);
+  cr_expect_str_eq(kopt_format(ga(), ps[0]->nopts, ps[0]->opts), kopt_format(ga(), ps[1]->nopts, ps[1]->opts));
+  lower_opt_config(&heuristic);
+  return kopt_format(ga(), ps[0]->nopts, ps[0]->opts);
+}
+Test(codegen, cpu_tile_matmul) {
+  UCtx *c = uop_ctx_new();
+  const char *mt = "testdata/numeric/matmul_tile.expect.json";
+  cr_expect_str_eq(tile_opts(mt, 0, KOPT_HEURISTIC), "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4");
+  cr_expect_str_eq(tile_opts(mt, 4, KOPT_HEURISTIC), "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4");
+  cr_expect_str_eq(tile_opts(mt, 8, KOPT_HEURISTIC), "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,UPCAST:1:2,UPCAST:0:2");
+  cr_expect_str_eq(tile_opts(mt, 16, KOPT_HEURISTIC), "UPCAST:1:4,UPCAST:0:4,UNROLL:0:4,UPCAST:1:4,UPCAST:0:2");
+  cr_expect_str_eq(tile_opts(mt, 16, KOPT_LIST), "UPCAST:1:4,UPCAST:0:4");
+  /* 128 accumulators, each still updated by the 4 unrolled products in order */
+  KOptCfg cfg = {KOPT_HEURISTIC, 0, {{0}}, 16};
+  lower_opt_config(&cfg);
+  const Program *ps[4];
+  cr_assert_eq(lower_ok(mt, ps, 4), 2);
+  int accs = 0;
+  for (int i = 0; i < ps[0]->ninst; i++) accs += ps[0]->inst[i].kind == LK_ACC;
+  cr_expect_eq(accs, 128);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());
+  cr_assert_eq(lower_ok(path, ps, 4), 1);
+  cr_expect_str_eq(kopt_format(ga(), ps[0]->nopts, ps[0]->opts), "UPCAST:1:3,UPCAST:0:4,UNROLL:0:4");
+  lower_opt_config(&heuristic);
+  uop_ctx_free(c);
+}
+
 /* a matmul's accumulators share their loads (the register tile): no fission */
 Test(codegen, no_fission_shared_loads) {
   char path[1024];

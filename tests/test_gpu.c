@@ -36,7 +36,7 @@ static const char *tmpdir(void) { return corpus_tmpdir(tmp_root); }
 Test(gpu, launch) {
   UCtx *top = uop_ctx_new();
   /* numeric.expand_reshape: tinygrad names its kernels E_3_5_4 and E_60 (loops 3, 5, 4 without opts) */
-  static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}};
+  static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}, 0};
   lower_opt_config(&noopt);
   Graph *g = graph_read_file(arena_printf(ga(), "%s/numeric/numeric.expand_reshape.fe98bf.graph.json", oracle()));
   Schedule *s = driver_schedule(g);
@@ -193,7 +193,7 @@ Test(gpu, cuda_no_device) {
 /* ---- thread_opts ---- */
 /* the single kernel of numeric case name lowered for target t under opts (NULL: the heuristic) */
 static Program *lower_case(const char *name, const KTarget *t, const char *opts) {
-  KOptCfg cfg = {KOPT_HEURISTIC, 0, {{0}}};
+  KOptCfg cfg = {KOPT_HEURISTIC, 0, {{0}}, 0};
   char why[256];
   if (opts) cr_assert(kopt_parse(opts, &cfg, why, sizeof why), "%s", why);
   Graph *g = graph_read_file(arena_printf(ga(), "%s/numeric/%s.graph.json", oracle(), name));
@@ -210,7 +210,7 @@ static void run_with_opts(const char *name, const char *opts) {
   cr_assert(kopt_parse(opts, &cfg, why, sizeof why), "%s", why);
   lower_opt_config(&cfg);
   bool ok = corpus_run_numeric(name, "opencl", why, sizeof why);
-  static const KOptCfg heuristic = {KOPT_HEURISTIC, 0, {{0}}};
+  static const KOptCfg heuristic = {KOPT_HEURISTIC, 0, {{0}}, 0};
   lower_opt_config(&heuristic);
   cr_expect(ok, "%s under %s: %s", name, opts, why);
 }

@@ -50,7 +50,9 @@ enum { KOPT_MAX = 16 };
 /* which opts lower_kernel applies: the heuristic (the default), none (tinygrad's NOOPT), or a list
  * for every kernel (an opt that does not apply to a kernel fails TG_EINPUT naming both) */
 typedef enum { KOPT_HEURISTIC, KOPT_NONE, KOPT_LIST } KOptMode;
-typedef struct KOptCfg { KOptMode mode; int n; KOpt v[KOPT_MAX]; } KOptCfg;
+/* tile_lanes (KOPT_HEURISTIC on the C target only): floats per machine vector of the CPU that runs
+ * the kernels; nonzero adds kopt_cpu_tile's step after the heuristic (0: tinygrad's opts alone) */
+typedef struct KOptCfg { KOptMode mode; int n; KOpt v[KOPT_MAX]; int tile_lanes; } KOptCfg;
 void lower_opt_config(const KOptCfg *cfg);   /* process-wide, like tinygrad's NOOPT/BEAM context */
 /* what a target offers the opts (tinygrad's Renderer fields) */
 typedef struct KTarget {
@@ -132,6 +134,8 @@ typedef struct KAxes {
 } KAxes;
 /* tinygrad's hand_coded_optimizations for target t; n opts into out */
 int kopt_heuristic(Arena *a, const KAxes *k, const KTarget *t, KOpt *out);
+/* tgc's CPU register-tile step after the heuristic's n opts (opt.c); the new count */
+int kopt_cpu_tile(Arena *a, const KAxes *k, const KTarget *t, int lanes, int n, KOpt *opts);
 /* apply opts: per F axis the upcast/unroll factor (1: none) into fac, and grp[f] the first F axis of
  * a group that runs as one merged loop (a split that does not fall on whole F axes; fac of that
  * first axis is the group's), else -1; false with why when an opt does not apply (tinygrad's

@@ -1186,7 +1186,7 @@ static int cmp_var(const void *a, const void *b) {
   return strcmp(x->arg->items[0]->s, y->arg->items[0]->s);
 }
 
-static KOptCfg opt_cfg = {KOPT_HEURISTIC, 0, {{0}}};
+static KOptCfg opt_cfg = {KOPT_HEURISTIC, 0, {{0}}, 0};
 void lower_opt_config(const KOptCfg *cfg) { opt_cfg = *cfg; }
 
 /* lower every STORE of ast (at every upcast index vector when fac is given, thread lowering when pc
@@ -1291,9 +1291,12 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, co
     if (a.n != c->nout) return 0;
     for (int d = 0; d < a.n; d++) if (!si_eq(a.v[d], c->oshape[d])) return 0;
   }
-  int n;
+  int n, nheur;
   if (cfg->mode == KOPT_LIST) { n = cfg->n; memcpy(opts, cfg->v, sizeof(KOpt) * (size_t)n); }
   else n = kopt_heuristic(c->a, k, tg, opts);
+  nheur = n;
+  if (cfg->mode == KOPT_HEURISTIC && cfg->tile_lanes) n = kopt_cpu_tile(c->a, k, tg, cfg->tile_lanes, n, opts);
+  if (getenv("TGC_DEBUG_OPTS")) fprintf(stderr, "opts: %s (%d added by the CPU tile step)\n", kopt_format(c->a, n, opts), n - nheur);
   if (!n) return 0;
   char why[256];
   bool threads = false;
@@ -1307,6 +1310,7 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, co
   }
   *fac = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
   *grp = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
+  if (n > nheur && !kopt_factors(c->a, k, tg, n, opts, *fac, *grp, why, sizeof why)) n = nheur; /* the CPU tile step's opts alone fail: the heuristic's */
   if (!kopt_factors(c->a, k, tg, n, opts, *fac, *grp, why, sizeof why)) {
     if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
     return 0;
@@ -1387,7 +1391,7 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
        * GROUPs come after them or, for the matvec's, move no axis it names) */
       int m = 0;
       for (int i = 0; i < nopt; i++) if (!thread_opt(&opts[i])) opts[m++] = opts[i];
-      KOptCfg sub = {KOPT_LIST, m, {{0}}};
+      KOptCfg sub = {KOPT_LIST, m, {{0}}, 0};
       memcpy(sub.v, opts, sizeof(KOpt) * (size_t)m);
       char why[256];
       fac = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));

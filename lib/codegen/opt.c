@@ -381,6 +381,58 @@ int kopt_heuristic(Arena *a, const KAxes *k, const KTarget *tg, KOpt *out) {
   return n;
 }
 
+/* kopt_cpu_tile: tgc's own step after the heuristic on a CPU (tinygrad has no such step). Where
+ * the heuristic upcast two output axes for reuse (a matmul's 4x4 register tile: 4 rows of 4
+ * contiguous output columns), the C compiler keeps 4 vector accumulators of 4 floats, and each
+ * FMA waits for the one before on its row: the loop runs at the FMA latency, not its throughput.
+ * Upcasting the columns' loop axis up to `lanes` contiguous floats (one machine vector) and the
+ * rows' up to 8 gives 8 independent full-width accumulators (tinygrad's BEAM finds such tiles on
+ * this kind of machine). Each output still sums its products in the same order. The extension
+ * applies only to float32/int32 reduces whose heuristic opts upcast exactly those two axes. */
+static int loop_piece(const Model *m, int up, int64_t stride) {
+  for (int i = 0; i < m->n; i++)
+    if (m->ax[i].type == AX_LOOP && m->ax[i].origin == m->ax[up].origin && m->st[0][i].stride == stride) return i;
+  return -1;
+}
+static bool reuse_axis(const Model *m, int axis) {
+  for (int t = 1; t < m->nst; t++) if (m->st[t][axis].shape > 1 && m->st[t][axis].stride == 0) return true;
+  return false;
+}
+int kopt_cpu_tile(Arena *a, const KAxes *k, const KTarget *tg, int lanes, int n, KOpt *opts) {
+  if (tg->has_local || lanes < 8 || k->red_itemsize != 4 || n + 2 > KOPT_MAX) return n;
+  Model m;
+  model_init(a, k, tg, &m);
+  char why[128];
+  for (int i = 0; i < n; i++) if (!model_apply(&m, opts[i], why, sizeof why)) return n;
+  int ax[64 + KOPT_MAX + 1];
+  if (!unrollable(&m, ax) && !axes_of(&m, TB(AX_UNROLL), ax)) return n;
+  int col = -1, row = -1, nup = 0;
+  for (int i = 0; i < m.n; i++) {
+    if (m.ax[i].type != AX_UPCAST) continue;
+    nup++;
+    if (m.st[0][i].stride == 1 && col < 0) col = i;
+    else if (m.st[0][i].stride > 1 && row < 0) row = i;
+  }
+  bool tile = nup == 2 && col >= 0 && row >= 0 && m.ax[col].origin != m.ax[row].origin && reuse_axis(&m, col) && reuse_axis(&m, row);
+  if (!tile) return n;
+  int64_t cs = m.ax[col].size, rs = m.ax[row].size, rstride = m.st[0][row].stride;
+  if (cs >= lanes || rs >= 8 || lanes % cs || 8 % rs) return n;
+  KOpt ext[2];
+  int next = 0;
+  int lc = loop_piece(&m, col, cs);
+  if (lc < 0 || m.ax[lc].size % (lanes / cs)) return n;
+  ext[next] = (KOpt){KOPT_UPCAST, lc, (int)(lanes / cs)};
+  if (!model_apply(&m, ext[next], why, sizeof why)) return n;
+  next++;
+  int lr = loop_piece(&m, row, rs * rstride);
+  if (lr >= 0 && m.ax[lr].size % (8 / rs) == 0) {
+    ext[next] = (KOpt){KOPT_UPCAST, lr, (int)(8 / rs)};
+    if (model_apply(&m, ext[next], why, sizeof why)) next++;
+  }
+  memcpy(opts + n, ext, sizeof(KOpt) * (size_t)next);
+  return n + next;
+}
+
 bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, int *fac, int *grp, char *why, size_t wn) {
   if (k->n > 64) { snprintf(why, wn, "more than 64 axes"); return false; }
   Model m;

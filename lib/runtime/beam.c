@@ -103,7 +103,7 @@ static int cmp_cand(const void *x, const void *y) {
 
 /* the cache file for ast's search (its source without opts, amt, threads, compiler) */
 static const char *cache_path(Runtime *rt, UOp *ast, int amt) {
-  static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}};
+  static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}, 0};
   Program *p = lower_kernel_with(ast, NULL, &noopt);
   char *src = render_function(rt->a, p, &render_c);
   char *key = arena_printf(rt->a, "tgc beam v1\n%s\namt %d threads %d cc %s\n", src, amt, rt->threads, rt->cc);
@@ -120,7 +120,7 @@ static bool cache_read(const char *path, KOptCfg *out) {
   line[strcspn(line, "\n")] = 0;
   char why[128];
   if (!ok) return false;
-  if (!strcmp(line, "-")) { *out = (KOptCfg){KOPT_LIST, 0, {{0}}}; return true; }
+  if (!strcmp(line, "-")) { *out = (KOptCfg){KOPT_LIST, 0, {{0}}, 0}; return true; }
   return kopt_parse(line, out, why, sizeof why);
 }
 static void cache_write(Runtime *rt, const char *path, const KOptCfg *cfg) {
@@ -136,7 +136,7 @@ static void cache_write(Runtime *rt, const char *path, const KOptCfg *cfg) {
 }
 
 KOptCfg rt_beam(Runtime *rt, UOp *ast, int amt) {
-  static const KOptCfg heuristic = {KOPT_HEURISTIC, 0, {{0}}};
+  static const KOptCfg heuristic = {KOPT_HEURISTIC, 0, {{0}}, 0};
   Program *p0 = lower_kernel(ast, NULL);
   for (int i = 0; i < p0->nglobals; i++)
     if (p0->globals[i].u->dtype->size < 0) return heuristic;   /* no size to allocate a scratch buffer by */
@@ -150,7 +150,7 @@ KOptCfg rt_beam(Runtime *rt, UOp *ast, int amt) {
   map_init(&seen, rt->a);
   Cand *beam = arena_alloc(rt->a, sizeof(Cand) * (size_t)amt);
   int nbeam = 1, ntimed = 0;
-  beam[0] = (Cand){{KOPT_LIST, 0, {{0}}}, 1e300};
+  beam[0] = (Cand){{KOPT_LIST, 0, {{0}}, 0}, 1e300};
   Scratch s = {0, NULL, NULL};
   for (;;) {
     /* this step's candidates, compiled side by side, then timed one by one */

@@ -321,6 +321,15 @@ int64_t rt_var(const Runtime *rt, const SchedItem *si, const Program *p, const c
   return v;
 }
 
+int rt_cpu_lanes(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return 16;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 8;
+#endif
+  return 4;
+}
+
 /* ---------------------------------------------------------------- running */
 /* run a kernel item on the CPU: compile (or load) it on first use, bind buffers and variables */
 static const Program *cpu_run_kernel(Runtime *rt, const SchedItem *si) {
@@ -330,7 +339,11 @@ static const Program *cpu_run_kernel(Runtime *rt, const SchedItem *si) {
     if (rt->beam > 0) {
       KOptCfg cfg = rt_beam(rt, ast, rt->beam);
       k = rt_compile(rt, lower_kernel_with(ast, &rt->names, &cfg));
-    } else k = rt_compile(rt, lower_kernel(ast, &rt->names));
+    } else {
+      KOptCfg cfg = *lower_get_opt_config();
+      cfg.tile_lanes = rt_cpu_lanes();
+      k = rt_compile(rt, lower_kernel_with(ast, &rt->names, &cfg));
+    }
     map_put(&rt->kernels, ast, uop_h(ast), k);
   }
   const Program *p = k->prg;

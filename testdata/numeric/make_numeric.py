@@ -50,3 +50,12 @@ case("row_reductions", [xr.sum(axis=1), (xr * xr).mean(axis=1), xr.exp().sum(axi
 ma = Tensor(rng.standard_normal((8, 64), dtype=np.float32)).realize()
 mb = Tensor(rng.standard_normal((64, 256), dtype=np.float32)).realize()
 case("matmul_kblock", [ma @ mb])
+
+# matmul_tile: (64, 128) @ (128, 256), float32 and int32: tinygrad's heuristic keeps a 4x4 register
+# tile; on a CPU with wide vectors tgc's run grows it to 8 rows by a vector of columns (opt.c
+# kopt_cpu_tile), each output still summed in order; the values must still match
+mta = Tensor(rng.standard_normal((64, 128), dtype=np.float32)).realize()
+mtb = Tensor(rng.standard_normal((128, 256), dtype=np.float32)).realize()
+mia = Tensor(rng.integers(-100, 100, (64, 128), dtype=np.int32)).realize()
+mib = Tensor(rng.integers(-100, 100, (128, 256), dtype=np.int32)).realize()
+case("matmul_tile", [(mta @ mtb).relu(), mia @ mib])
