@@ -207,7 +207,7 @@ Test(codegen, kblock_matmul) {
   cr_expect(!strstr(render_kernel(ga(), ps[0], &plain), "kblk"));
   uop_ctx_free(c);
 }
-/* the CPU register tile (opt.c kopt_cpu_tile): testdata/numeric/matmul_tile's (64,128)@(128,256)
+/* the CPU register tile (opt.c kopt_cpu_step): testdata/numeric/matmul_tile's (64,128)@(128,256)
  * gets tinygrad's 4x4 tile from the heuristic; with 16-float vectors (AVX-512) tgc adds 4x the
  * columns and 2x the rows (8x16: 128 accumulators), with 8-float ones 2x and 2x, with 4 nothing;
  * the 64x96@96x48 matmul, whose column upcast is 3, keeps tinygrad's opts. A list given by hand is
@@ -217,7 +217,7 @@ static const char *tile_opts(const char *path, int lanes, KOptMode mode) {
   if (mode == KOPT_LIST) {
     char why[64];
     cr_assert(kopt_parse("UPCAST:1:4,UPCAST:0:4", &cfg, why, sizeof why));
-    cfg.tile_lanes = lanes;
+    cfg.cpu_lanes = lanes;
   }
   lower_opt_config(&cfg);
   const Program *ps[4];
@@ -247,6 +247,33 @@ Test(codegen, cpu_tile_matmul) {
   cr_assert_eq(lower_ok(path, ps, 4), 1);
   cr_expect_str_eq(kopt_format(ga(), ps[0]->nopts, ps[0]->opts), "UPCAST:1:3,UPCAST:0:4,UNROLL:0:4");
   lower_opt_config(&heuristic);
+  uop_ctx_free(c);
+}
+
+/* kopt_cpu_step's other case: testdata/numeric/row_reductions (sums, softmax, logsumexp, layernorm
+ * over rows of 64) with 16-float vectors: the kernels that evaluate exp/log over a dense axis lose
+ * the heuristic's closing UNROLL (3 row sums of exps) or their lone UPCAST (1 elementwise exp); every
+ * other kernel (max, plain sums, layernorm's cheap elementwise) keeps tinygrad's opts */
+Test(codegen, cpu_step_transcendental) {
+  UCtx *c = uop_ctx_new();
+  const char *path = "testdata/numeric/row_reductions.expect.json";
+  const Program *p0[16], *p1[16];
+  lower_opt_config(&heuristic);
+  int n = lower_ok(path, p0, 16);
+  KOptCfg cfg = {KOPT_HEURISTIC, 0, {{0}}, 16};
+  lower_opt_config(&cfg);
+  cr_assert_eq(lower_ok(path, p1, 16), n);
+  lower_opt_config(&heuristic);
+  int unrolls = 0, upcasts = 0;
+  for (int i = 0; i < n; i++) {
+    const char *h = kopt_format(ga(), p0[i]->nopts, p0[i]->opts), *g = kopt_format(ga(), p1[i]->nopts, p1[i]->opts);
+    if (!strcmp(h, g)) continue;
+    if (!strcmp(h, "UPCAST:0:4,UNROLL:0:4") && !strcmp(g, "UPCAST:0:4")) unrolls++;
+    else if (p0[i]->nopts == 1 && p0[i]->opts[0].op == KOPT_UPCAST && p1[i]->nopts == 0) upcasts++;
+    else cr_expect(false, "kernel %s: %s became %s", p0[i]->name, h, g);
+  }
+  cr_expect_eq(unrolls, 3);
+  cr_expect_eq(upcasts, 1);
   uop_ctx_free(c);
 }
 

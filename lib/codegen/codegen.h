@@ -50,9 +50,9 @@ enum { KOPT_MAX = 16 };
 /* which opts lower_kernel applies: the heuristic (the default), none (tinygrad's NOOPT), or a list
  * for every kernel (an opt that does not apply to a kernel fails TG_EINPUT naming both) */
 typedef enum { KOPT_HEURISTIC, KOPT_NONE, KOPT_LIST } KOptMode;
-/* tile_lanes (KOPT_HEURISTIC on the C target only): floats per machine vector of the CPU that runs
- * the kernels; nonzero adds kopt_cpu_tile's step after the heuristic (0: tinygrad's opts alone) */
-typedef struct KOptCfg { KOptMode mode; int n; KOpt v[KOPT_MAX]; int tile_lanes; } KOptCfg;
+/* cpu_lanes (KOPT_HEURISTIC on the C target only): floats per machine vector of the CPU that runs
+ * the kernels; nonzero runs kopt_cpu_step after the heuristic (0: tinygrad's opts alone) */
+typedef struct KOptCfg { KOptMode mode; int n; KOpt v[KOPT_MAX]; int cpu_lanes; } KOptCfg;
 void lower_opt_config(const KOptCfg *cfg);   /* process-wide, like tinygrad's NOOPT/BEAM context */
 /* what a target offers the opts (tinygrad's Renderer fields) */
 typedef struct KTarget {
@@ -131,11 +131,14 @@ typedef struct KAxes {
   int red_itemsize;               /* the first reduce's (toposort) dtype itemsize; 0: no reduce */
   bool parallel_reduces;          /* two REDUCE_AXIS reduce one axis (tinygrad refuses GROUP) */
   int mv0, mv1;                   /* the first reduce is ADD(MUL(LOAD, LOAD)): the loads' ShapeTrackers, else -1 */
+  bool transcendental;            /* the kernel computes EXP2, LOG2, SIN or POW (tgc's CPU step reads it) */
+  bool red_fsum;                  /* the first reduce is a float ADD (tgc's CPU step reads it) */
 } KAxes;
 /* tinygrad's hand_coded_optimizations for target t; n opts into out */
 int kopt_heuristic(Arena *a, const KAxes *k, const KTarget *t, KOpt *out);
-/* tgc's CPU register-tile step after the heuristic's n opts (opt.c); the new count */
-int kopt_cpu_tile(Arena *a, const KAxes *k, const KTarget *t, int lanes, int n, KOpt *opts);
+/* tgc's own CPU step after the heuristic's n opts (opt.c: a matmul's register tile grown to the
+ * machine's vectors; a transcendental body's dense 4-way UPCAST/UNROLL dropped); the new count */
+int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *t, int lanes, int n, KOpt *opts);
 /* apply opts: per F axis the upcast/unroll factor (1: none) into fac, and grp[f] the first F axis of
  * a group that runs as one merged loop (a split that does not fall on whole F axes; fac of that
  * first axis is the group's), else -1; false with why when an opt does not apply (tinygrad's

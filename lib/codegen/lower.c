@@ -1042,7 +1042,11 @@ static bool is_load(UOp *u) { return u->op == OP_LOAD || (u->op == OP_VIEW && u-
 
 /* what the GPU heuristic reads of the reduces (Kernel.reduceop is the first REDUCE_AXIS in toposort) */
 static void reduce_facts(LCtx *c, UList topo, KAxes *k) {
-  k->red_itemsize = 0; k->parallel_reduces = false; k->mv0 = k->mv1 = -1;
+  k->red_itemsize = 0; k->parallel_reduces = false; k->mv0 = k->mv1 = -1; k->transcendental = false; k->red_fsum = false;
+  for (int i = 0; i < topo.n; i++) {
+    Op op = (Op)topo.v[i]->op;
+    k->transcendental |= op == OP_EXP2 || op == OP_LOG2 || op == OP_SIN || op == OP_POW;
+  }
   UOp *first = NULL;
   for (int i = 0; i < topo.n && !first; i++) if (topo.v[i]->op == OP_REDUCE_AXIS) first = topo.v[i];
   /* tinygrad reads axis_arg in the full shape its view rewrites give every reduce: here, the full
@@ -1051,6 +1055,7 @@ static void reduce_facts(LCtx *c, UList topo, KAxes *k) {
     for (int j = 0; j < i; j++) k->parallel_reduces |= c->redaxes.v[i] == c->redaxes.v[j];
   if (!first) return;
   k->red_itemsize = first->dtype->itemsize;
+  k->red_fsum = first->arg->items[0]->op == OP_ADD && dt_is_float(first->dtype);
   UOp *mul = first->src[0];
   while (mul->op == OP_VIEW && mul->src[0]->op != OP_LOAD) mul = mul->src[0];   /* tinygrad pushes it to the loads */
   if (first->arg->items[0]->op == OP_ADD && mul->op == OP_MUL && is_load(mul->src[0]) && is_load(mul->src[1])) {
@@ -1295,8 +1300,8 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, co
   if (cfg->mode == KOPT_LIST) { n = cfg->n; memcpy(opts, cfg->v, sizeof(KOpt) * (size_t)n); }
   else n = kopt_heuristic(c->a, k, tg, opts);
   nheur = n;
-  if (cfg->mode == KOPT_HEURISTIC && cfg->tile_lanes) n = kopt_cpu_tile(c->a, k, tg, cfg->tile_lanes, n, opts);
-  if (getenv("TGC_DEBUG_OPTS")) fprintf(stderr, "opts: %s (%d added by the CPU tile step)\n", kopt_format(c->a, n, opts), n - nheur);
+  if (cfg->mode == KOPT_HEURISTIC && cfg->cpu_lanes) n = kopt_cpu_step(c->a, k, tg, cfg->cpu_lanes, n, opts);
+  if (getenv("TGC_DEBUG_OPTS")) fprintf(stderr, "opts: %s (tgc's CPU step: %+d)\n", kopt_format(c->a, n, opts), n - nheur);
   if (!n) return 0;
   char why[256];
   bool threads = false;

@@ -381,14 +381,17 @@ int kopt_heuristic(Arena *a, const KAxes *k, const KTarget *tg, KOpt *out) {
   return n;
 }
 
-/* kopt_cpu_tile: tgc's own step after the heuristic on a CPU (tinygrad has no such step). Where
- * the heuristic upcast two output axes for reuse (a matmul's 4x4 register tile: 4 rows of 4
- * contiguous output columns), the C compiler keeps 4 vector accumulators of 4 floats, and each
- * FMA waits for the one before on its row: the loop runs at the FMA latency, not its throughput.
- * Upcasting the columns' loop axis up to `lanes` contiguous floats (one machine vector) and the
- * rows' up to 8 gives 8 independent full-width accumulators (tinygrad's BEAM finds such tiles on
- * this kind of machine). Each output still sums its products in the same order. The extension
- * applies only to float32/int32 reduces whose heuristic opts upcast exactly those two axes. */
+/* kopt_cpu_step: tgc's own step after the heuristic on a CPU whose vectors hold `lanes` floats
+ * (tinygrad has no such step; run -d cpu takes it, a list given by hand never does). Three cases:
+ *  - register tile: where the heuristic upcast two output axes for reuse (a matmul's 4x4 tile: 4
+ *    rows of 4 contiguous output columns), the C compiler keeps 4 vector accumulators of 4 floats
+ *    and each FMA waits for the one before on its row: the loop runs at the FMA latency, not its
+ *    throughput. Upcasting the columns' loop axis up to `lanes` contiguous floats (one machine
+ *    vector) and the rows' up to 8 gives 8 independent full-width accumulators (tinygrad's BEAM
+ *    finds such tiles on this kind of machine). Each output still sums its products in order.
+ *    Only float32/int32 reduces whose heuristic opts upcast exactly those two axes.
+ *  - dense_lone_upcast and dense_last_unroll (below): a 4-way UPCAST/UNROLL of an axis every buffer
+ *    walks densely, in a kernel that evaluates a transcendental, is dropped. */
 static int loop_piece(const Model *m, int up, int64_t stride) {
   for (int i = 0; i < m->n; i++)
     if (m->ax[i].type == AX_LOOP && m->ax[i].origin == m->ax[up].origin && m->st[0][i].stride == stride) return i;
@@ -398,7 +401,49 @@ static bool reuse_axis(const Model *m, int axis) {
   for (int t = 1; t < m->nst; t++) if (m->st[t][axis].shape > 1 && m->st[t][axis].stride == 0) return true;
   return false;
 }
-int kopt_cpu_tile(Arena *a, const KAxes *k, const KTarget *tg, int lanes, int n, KOpt *opts) {
+/* the heuristic's last resort on an elementwise kernel, UPCAST of the innermost axis by 4, where
+ * every buffer walks that axis densely (stride 1, or 0: a broadcast) and the body evaluates a
+ * transcendental: the loop body is 4 copies of the polynomial, which the vectorizer de-interleaves
+ * with shuffles; the plain loop vectorizes at the machine's width without them (softmax's exp
+ * kernel: 20% faster). A cheap body keeps the upcast: there its 4 vectors an iteration hide the
+ * loop's own overhead (layernorm's last kernel runs at half speed without it). */
+static bool dense_lone_upcast(const KAxes *k, int n, const KOpt *opts) {
+  if (!k->transcendental || k->red_itemsize || n != 1 || opts[0].op != KOPT_UPCAST || opts[0].axis != k->n - 1) return false;
+  for (int i = 0; i < k->n; i++) if (k->reduce[i]) return false;
+  int ax = k->n - 1;
+  if (k->st[0][ax].stride != 1) return false;
+  for (int t = 0; t < k->nst; t++) {
+    const KStAx *x = &k->st[t][ax];
+    if (x->masked || (x->stride != 0 && x->stride != 1)) return false;
+  }
+  return true;
+}
+
+/* the same for a float sum of a transcendental (softmax's sum of exps): the heuristic's closing
+ * UNROLL of a reduce axis every buffer walks densely puts 4 interleaved values in each update; the
+ * C backend then splits the reduce loop per accumulator into simd reductions (render/loops.c
+ * fission), which vectorize without shuffles when the unroll is gone (11% faster). Each sum still
+ * adds its values in their order. */
+static bool dense_last_unroll(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *opts) {
+  if (!k->transcendental || !k->red_fsum || n < 1 || opts[n - 1].op != KOPT_UNROLL) return false;
+  Model m;
+  model_init(a, k, tg, &m);
+  char why[128];
+  for (int i = 0; i + 1 < n; i++) if (!model_apply(&m, opts[i], why, sizeof why)) return false;
+  int ax[64 + KOPT_MAX + 1], na = unrollable(&m, ax);
+  if (opts[n - 1].axis < 0 || opts[n - 1].axis >= na) return false;
+  int axis = ax[opts[n - 1].axis];
+  for (int t = 0; t < m.nst; t++) {
+    const KStAx *x = &m.st[t][axis];
+    if (x->shape <= 1) continue;
+    if (x->masked || !x->real || (x->rstride != 0 && x->rstride != 1)) return false;
+  }
+  return true;
+}
+
+int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *tg, int lanes, int n, KOpt *opts) {
+  if (!tg->has_local && lanes >= 8 && dense_lone_upcast(k, n, opts)) return 0;
+  if (!tg->has_local && lanes >= 8 && dense_last_unroll(a, k, tg, n, opts)) return n - 1;
   if (tg->has_local || lanes < 8 || k->red_itemsize != 4 || n + 2 > KOPT_MAX) return n;
   Model m;
   model_init(a, k, tg, &m);

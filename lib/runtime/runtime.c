@@ -341,7 +341,7 @@ static const Program *cpu_run_kernel(Runtime *rt, const SchedItem *si) {
       k = rt_compile(rt, lower_kernel_with(ast, &rt->names, &cfg));
     } else {
       KOptCfg cfg = *lower_get_opt_config();
-      cfg.tile_lanes = rt_cpu_lanes();
+      cfg.cpu_lanes = rt_cpu_lanes();
       k = rt_compile(rt, lower_kernel_with(ast, &rt->names, &cfg));
     }
     map_put(&rt->kernels, ast, uop_h(ast), k);

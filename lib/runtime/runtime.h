@@ -45,7 +45,7 @@ RtKernel *rt_compile(Runtime *rt, const Program *p);
  * program i did not build (TG_EDEVICE), other errors fail as rt_compile does */
 void rt_compile_many(Runtime *rt, int n, const Program *const *ps, RtKernel **out);
 /* floats per vector register of this CPU, the width kernels compiled with -march=native use (16
- * with AVX-512, 8 with AVX2 and FMA, else 4): KOptCfg.tile_lanes for kernels run here */
+ * with AVX-512, 8 with AVX2 and FMA, else 4): KOptCfg.cpu_lanes for kernels run here */
 int rt_cpu_lanes(void);
 /* the host buffer for a BUFFER uop (shard -1 for single-device), allocated zeroed (or filled from
  * the graph's data) on first use */
