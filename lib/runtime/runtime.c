@@ -250,6 +250,17 @@ static const BufData *data_of(const Graph *g, UOp *buf) {
   return NULL;
 }
 
+/* "row N (OP): " for the first graph row that is buf or that the schedule realizes into it, else "" */
+static const char *buffer_row(Runtime *rt, UOp *buf) {
+  const Graph *g = rt->graph;
+  for (int i = 0; g && i < g->nrows; i++) {
+    UOp *u = g->rows[i], *m = u && rt->kmap ? umap_get(rt->kmap, u) : u;
+    for (int depth = 0; m && m != buf && m->nsrc && depth < 64; depth++) m = m->src[0];
+    if (u && m == buf) return arena_printf(rt->a, "row %d (%s): ", i, op_names[u->op]);
+  }
+  return "";
+}
+
 RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard) {
   if (shard < 0 && buf->op == OP_BUFFER) {  /* a replicated multi-device buffer reads as shard 0 */
     const Value *d = u_device(buf);
@@ -279,8 +290,8 @@ RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard) {
   long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
   double ram = pages > 0 && psz > 0 ? (double)pages * (double)psz : 0;
   if (n < 0 || (ram > 0 && (double)n * (double)isz > ram)) /* refused before asking the allocator */
-    tg_fail(TG_EINPUT, "a buffer of %lld %s elements (%.0f bytes) is more than this machine's %.0f bytes of memory",
-            (long long)n, dt_repr(rt->a, buf->dtype), (double)n * (double)isz, ram);
+    tg_fail(TG_EINPUT, "%sa buffer of %lld %s elements (%.0f bytes) is more than this machine's %.0f bytes of memory",
+            buffer_row(rt, buf), (long long)n, dt_repr(rt->a, buf->dtype), (double)n * (double)isz, ram);
   b->nbytes = (size_t)n * (size_t)isz;
   b->data = calloc(1, b->nbytes ? b->nbytes : 1);
   if (!b->data) tg_fail(TG_EDEVICE, "out of host memory allocating %zu bytes", b->nbytes);
@@ -380,6 +391,7 @@ void rt_run_item(Runtime *rt, const SchedItem *si) {
 
 int rt_run_items(Runtime *rt, const Schedule *s, RtKernelFn run_kernel) {
   int n = 0;
+  rt->kmap = &s->kernelize_map;
   for (int i = 0; i < s->nitems; i++) {
     const SchedItem *si = &s->items[i];
     double t0 = rt->item_ms ? tg_now_ms() : 0;
