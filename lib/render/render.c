@@ -120,19 +120,22 @@ static const char *prelude_pow(Arena *a, bool dbl, bool soft) {
  * values match tinygrad's, and branch-free, so loops of them vectorize. Integer steps wrap in
  * unsigned arithmetic, and exp2's argument is clamped before the int conversion (only where the
  * result is masked to inf, 0 or NaN anyway) so nothing is undefined: two selects the compiler
- * makes a max and a min (a NaN or infinity clamps like any large value, then the masks decide). */
+ * makes a max and a min (a NaN or infinity clamps like any large value, then the masks decide).
+ * tg_exp2f takes three shortcuts that give the same bits for all 2^32 inputs (checked exhaustively
+ * with clang and gcc, vectorized): rintk's x + (x < 0 ? -0.5 : 0.5) as x + copysignf(0.5, x); q / 2
+ * as q >> 1 (2^h * 2^(q-h) is the same power of two, and the first product is exact); and no
+ * `d < 128 ? u : inf` mask (from 128 up the product overflows to inf by itself). A tenth faster. */
 static const char prelude_sexp2f[] =
   "static inline float tg_exp2f(float d) {\n"
   "  float x = d > -200.0f ? d : -200.0f;\n"
   "  x = x < 200.0f ? x : 200.0f;\n"
-  "  int q = (int)(x + (x < 0.0f ? -0.5f : 0.5f));\n"
+  "  int q = (int)(x + copysignf(0.5f, x));\n"
   "  float s = x - (float)q;\n"
   "  float u = ((((((0.1535920892e-3f*s + 0.1339262701e-2f)*s + 0.9618384764e-2f)*s + 0.5550347269e-1f)*s\n"
   "              + 0.2402264476e+0f)*s + 0.6931471825e+0f)*s + 1.0f);\n"
-  "  int h = q / 2;\n"
+  "  int h = q >> 1;\n"
   "  union { unsigned i; float f; } p1 = {(unsigned)(h + 127) * 8388608u}, p2 = {(unsigned)(q - h + 127) * 8388608u};\n"
   "  u = (u * p1.f) * p2.f;\n"
-  "  u = d < 128.0f ? u : INFINITY;\n"
   "  u = d < -150.0f ? 0.0f : u;\n"
   "  return d != d ? NAN : u;\n"
   "}\n";
