@@ -1040,7 +1040,8 @@ static int st_index_of(LCtx *c, UOp *u) {
 /* a LOAD in tinygrad's AST after its view pushes: a LOAD, or a VIEW right over one */
 static bool is_load(UOp *u) { return u->op == OP_LOAD || (u->op == OP_VIEW && u->src[0]->op == OP_LOAD); }
 
-/* what the GPU heuristic reads of the reduces (Kernel.reduceop is the first REDUCE_AXIS in toposort) */
+/* what the GPU heuristic reads of the reduces (Kernel.reduceop is the first REDUCE_AXIS in toposort),
+ * and what tgc's CPU step reads of the kernel's ops */
 static void reduce_facts(LCtx *c, UList topo, KAxes *k) {
   k->red_itemsize = 0; k->parallel_reduces = false; k->mv0 = k->mv1 = -1; k->transcendental = false; k->red_fsum = false;
   for (int i = 0; i < topo.n; i++) {
@@ -1315,8 +1316,9 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, co
   }
   *fac = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
   *grp = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
-  if (n > nheur && !kopt_factors(c->a, k, tg, n, opts, *fac, *grp, why, sizeof why)) n = nheur; /* the CPU tile step's opts alone fail: the heuristic's */
-  if (!kopt_factors(c->a, k, tg, n, opts, *fac, *grp, why, sizeof why)) {
+  bool ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, why, sizeof why);
+  if (!ok && n > nheur) { n = nheur; ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, why, sizeof why); } /* the CPU step's added opts fail: the heuristic's alone */
+  if (!ok) {
     if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
     return 0;
   }

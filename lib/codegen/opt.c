@@ -214,6 +214,13 @@ static bool model_apply(Model *m, KOpt o, char *why, size_t wn) {
   return true;
 }
 
+/* a fresh model of k with opts v applied in order (false with why at the first that does not apply) */
+static bool model_replay(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, Model *m, char *why, size_t wn) {
+  model_init(a, k, tg, m);
+  for (int i = 0; i < n; i++) if (!model_apply(m, v[i], why, wn)) return false;
+  return true;
+}
+
 static int64_t upcast_size(const Model *m) {
   int64_t p = 1;
   for (int i = 0; i < m->n; i++) if (is_type(m, i, AX_UPCAST, AX_UNROLL)) p *= m->ax[i].size;
@@ -427,9 +434,8 @@ static bool dense_lone_upcast(const KAxes *k, int n, const KOpt *opts) {
 static bool dense_last_unroll(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *opts) {
   if (!k->transcendental || !k->red_fsum || n < 1 || opts[n - 1].op != KOPT_UNROLL) return false;
   Model m;
-  model_init(a, k, tg, &m);
   char why[128];
-  for (int i = 0; i + 1 < n; i++) if (!model_apply(&m, opts[i], why, sizeof why)) return false;
+  if (!model_replay(a, k, tg, n - 1, opts, &m, why, sizeof why)) return false;
   int ax[64 + KOPT_MAX + 1], na = unrollable(&m, ax);
   if (opts[n - 1].axis < 0 || opts[n - 1].axis >= na) return false;
   int axis = ax[opts[n - 1].axis];
@@ -442,13 +448,13 @@ static bool dense_last_unroll(Arena *a, const KAxes *k, const KTarget *tg, int n
 }
 
 int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *tg, int lanes, int n, KOpt *opts) {
-  if (!tg->has_local && lanes >= 8 && dense_lone_upcast(k, n, opts)) return 0;
-  if (!tg->has_local && lanes >= 8 && dense_last_unroll(a, k, tg, n, opts)) return n - 1;
-  if (tg->has_local || lanes < 8 || k->red_itemsize != 4 || n + 2 > KOPT_MAX) return n;
+  if (tg->has_local || lanes < 8) return n;
+  if (dense_lone_upcast(k, n, opts)) return 0;
+  if (dense_last_unroll(a, k, tg, n, opts)) return n - 1;
+  if (k->red_itemsize != 4 || n + 2 > KOPT_MAX) return n;
   Model m;
-  model_init(a, k, tg, &m);
   char why[128];
-  for (int i = 0; i < n; i++) if (!model_apply(&m, opts[i], why, sizeof why)) return n;
+  if (!model_replay(a, k, tg, n, opts, &m, why, sizeof why)) return n;
   int ax[64 + KOPT_MAX + 1];
   if (!unrollable(&m, ax) && !axes_of(&m, TB(AX_UNROLL), ax)) return n;
   int col = -1, row = -1, nup = 0;
@@ -481,8 +487,7 @@ int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *tg, int lanes, int n,
 bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, int *fac, int *grp, char *why, size_t wn) {
   if (k->n > 64) { snprintf(why, wn, "more than 64 axes"); return false; }
   Model m;
-  model_init(a, k, tg, &m);
-  for (int i = 0; i < n; i++) if (!model_apply(&m, v[i], why, wn)) return false;
+  if (!model_replay(a, k, tg, n, v, &m, why, wn)) return false;
   for (int i = 0; i < n; i++)
     if (v[i].op != KOPT_UPCAST && v[i].op != KOPT_UNROLL && v[i].op != KOPT_NOLOCALS) { snprintf(why, wn, "%s needs thread indices", opt_names[v[i].op]); return false; }
   int64_t *rem = arena_alloc(a, sizeof(int64_t) * (size_t)(k->nf + 1));
@@ -517,8 +522,7 @@ bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt
 bool kopt_pieces(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, KPieces *out, char *why, size_t wn) {
   if (k->n > 64) { snprintf(why, wn, "more than 64 axes"); return false; }
   Model m;
-  model_init(a, k, tg, &m);
-  for (int i = 0; i < n; i++) if (!model_apply(&m, v[i], why, wn)) return false;
+  if (!model_replay(a, k, tg, n, v, &m, why, wn)) return false;
   out->n = m.n;
   out->nolocals = m.nolocals;
   out->v = arena_alloc(a, sizeof(KPiece) * (size_t)(m.n + 1));
