@@ -146,6 +146,15 @@ expect 3 "run --opts LOCAL on cpu" "$TGC" run "$M" -d cpu -o "$tmp/rl" --opts LO
 contains "$tmp/err" "target does not support local" "LOCAL on the C target says why"
 expect 3 "run --opts not divisible" "$TGC" run "$M" -d cpu -o "$tmp/rx" --opts UPCAST:0:5
 contains "$tmp/err" "no longer valid shift" "an opt that does not apply says why"
+# PADTO: padded loops with masked loads and stores give tinygrad's values (a reduce axis, an output
+# axis then upcast, an axis merged from two, softmax's kernels); a MAX reduce is not padded
+for case in "matmul_odd.27e7dc PADTO:2:32" "matmul_odd.27e7dc PADTO:1:32,UPCAST:1:4,PADTO:3:32,UNROLL:0:4" "layernorm.519ed3 PADTO:0:32" "softmax.8bdd2a PADTO:0:32"; do
+  set -- $case
+  P=$ORACLE/numeric/numeric.$1.graph.json
+  expect 0 "run --opts $2 ($1)" "$TGC" run "$P" -d cpu -o "$tmp/rpad" --opts "$2" --expect "${P%.graph.json}.expect.json"
+done
+expect 3 "run --opts PADTO of a MAX" "$TGC" run "$ORACLE/numeric/numeric.softmax.8bdd2a.graph.json" -d cpu -o "$tmp/rpad" --opts PADTO:1:32
+contains "$tmp/err" "cannot pad a reduce" "PADTO of a MAX reduce says why"
 # an output that is a broadcast CONST (no kernel, no buffer) is still written, with its shape
 K=$(ls "$ORACLE"/schedule/test_ops.TestOps_test_add.3.*.graph.json | head -1)
 expect 0 "run a constant output" "$TGC" run "$K" -d cpu -o "$tmp/k"

@@ -354,7 +354,6 @@ Test(codegen, opts_by_hand) {
     cr_expect_str_eq(kopt_format(ga(), cfg.n, cfg.v), "LOCAL:0:4,GROUPTOP:0:16,NOLOCALS,SWAP:0:1");
     uop_ctx_free(c);
   }
-  cr_expect(!kopt_parse("PADTO:0:32", &cfg, why, sizeof why));
   cr_expect(!kopt_parse("TC:0:0", &cfg, why, sizeof why));
   cr_expect(!kopt_parse("UPCAST:0:4;UNROLL:0:4", &cfg, why, sizeof why));
   const char *bad[] = {"UPCAST:2:4", "UPCAST:0:5", "UPCAST:0:32", "UNROLL:1:4", "UNROLL:0:64", "UPCAST:0:4,UPCAST:2:4,UNROLL:0:0,UNROLL:0:4"};
@@ -393,6 +392,60 @@ Test(codegen, opts_by_hand) {
   uop_ctx_free(c);
 }
 
+
+/* PADTO: the padded loop runs to the new end and every load and store past the old one is masked;
+ * tinygrad's refusals, and tgc's own (a sum that another op keeps non-zero in the padding) */
+Test(codegen, padto) {
+  char odd[1024], mm[1024], sm[1024], why[256];
+  snprintf(odd, sizeof odd, "%s/numeric/numeric.matmul_odd.27e7dc.expect.json", oracle());   /* r_37_29_53 */
+  snprintf(mm, sizeof mm, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());        /* r_64_48_96 */
+  snprintf(sm, sizeof sm, "%s/numeric/numeric.softmax.8bdd2a.expect.json", oracle());       /* first: a MAX over 100 */
+  KOptCfg cfg;
+  cr_assert(kopt_parse("padto:2:32,UPCAST:1:4", &cfg, why, sizeof why), "%s", why);
+  {
+    UCtx *c = uop_ctx_new();
+    cr_expect_str_eq(kopt_format(ga(), cfg.n, cfg.v), "PADTO:2:32,UPCAST:1:4");
+    uop_ctx_free(c);
+  }
+  /* the reduce axis 53 -> 64: a loop of 64 whose two loads are masked by ridx < 53; the store is not */
+  cr_assert(kopt_parse("PADTO:2:32", &cfg, why, sizeof why));
+  lower_opt_config(&cfg);
+  UCtx *c = uop_ctx_new();
+  const Program *ps[4];
+  lower_ok(odd, ps, 4);
+  int masked_loads = 0, masked_stores = 0;
+  bool loop64 = false;
+  for (int i = 0; i < ps[0]->ninst; i++) {
+    const LInst *in = &ps[0]->inst[i];
+    if (in->kind == LK_LOOP && in->u->src[0]->arg->i == 64) loop64 = true;
+    if (in->kind == LK_VALUE && in->u->op == OP_LOAD && in->u->src[0]->nsrc == 3) masked_loads++;
+    if (in->kind == LK_STORE && in->u->src[0]->nsrc == 3) masked_stores++;
+  }
+  cr_expect(loop64, "no loop of 64 after PADTO:2:32");
+  cr_expect_eq(masked_loads, 2);
+  cr_expect_eq(masked_stores, 0);
+  uop_ctx_free(c);
+  /* an output axis 29 -> 32, then upcast by 4: the store is masked too */
+  cr_assert(kopt_parse("PADTO:1:32,UPCAST:1:4", &cfg, why, sizeof why));
+  lower_opt_config(&cfg);
+  c = uop_ctx_new();
+  lower_ok(odd, ps, 4);
+  masked_stores = 0;
+  for (int i = 0; i < ps[0]->ninst; i++) masked_stores += ps[0]->inst[i].kind == LK_STORE && ps[0]->inst[i].u->src[0]->nsrc == 3;
+  cr_expect_eq(masked_stores, 3, "the first of the four (4r < 29 for r < 8) is never past the end");
+  cr_expect_eq(ps[0]->upcast, 4);
+  uop_ctx_free(c);
+  expect_refused(mm, "PADTO:0:32", "nothing was padded");
+  expect_refused(odd, "PADTO:0:256", "pad adds more than quadruple the work");
+  expect_refused(mm, "UPCAST:0:4,PADTO:2:32", "cannot pad upcasted");
+  expect_refused(sm, "PADTO:1:32", "cannot pad a reduce");
+  expect_refused(odd, "PADTO:0:1", "1 or symbolic amount is meaningless");
+  /* GROUPTOP splits the reduce with the group outermost: its remaining piece is not the axis' outer part */
+  lower_target(&ktarget_opencl);
+  expect_refused(odd, "PADTO:2:64,GROUPTOP:0:16,PADTO:3:8", "outermost piece");
+  lower_target(&ktarget_c);
+  lower_opt_config(&heuristic);
+}
 
 /* the length of kernel name s without its dedup suffix ("n3") */
 static size_t base_len(const char *s) {

@@ -11,13 +11,16 @@
  *              accumulator, its loops, and an update; stores that share output loops share them.
  * The kernel name is tinygrad's Kernel.name without opts (E_/r_ plus the merged loop sizes).
  *
- * Opts (opt.c): tinygrad's UPCAST, UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS and SWAP
+ * Opts (opt.c): tinygrad's UPCAST, UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS, SWAP and PADTO
  * (codegen/opt/kernel.py) on the merged axes the name is made of, chosen by its
  * hand_coded_optimizations for the target (KTarget: the C backend has no local memory; OpenCL and
  * CUDA have work-groups and shared memory), or given by hand. An UPCAST of an output axis by k lowers every STORE at k index vectors (R*k + j), the
  * REDUCEs they reach share their RANGEs and one loop nest; an UNROLL of a reduce axis by k feeds
  * the reduce's source at k index vectors to the accumulator in order (acc + v0 + v1 ..., as
- * tinygrad's reduce_to_acc); a REDUCE's value is then a VECTORIZE of them.
+ * tinygrad's reduce_to_acc); a REDUCE's value is then a VECTORIZE of them. A PADTO of an axis runs
+ * its loop (an axis merged from several: one loop over their product) to the padded end, and every
+ * LOAD, STORE and masked constant under indices past the old end is masked, as tinygrad's padded
+ * ShapeTrackers mask them.
  *
  * With thread opts (LOCAL, GROUP, GROUPTOP, SWAP) on a GPU target the kernel lowers as tinygrad's
  * lowerer and add_gpudims do (lower.c, "thread lowering"): the GLOBAL axes become SPECIAL gidx
@@ -42,9 +45,9 @@ typedef enum {
  * condition): the block runs only where it holds. LOAD/STORE INDEXes may name a DEFINE_LOCAL. */
 typedef struct LInst { uint8_t kind; uint16_t depth; UOp *u, *aux; } LInst;
 
-/* an opt in tinygrad's Opt terms: UPCAST axis is a kernel axis (after the opts before it), UNROLL
- * axis an index into the reduce axes of size > 1; amt 0 is the whole axis */
-typedef enum { KOPT_UPCAST, KOPT_UNROLL, KOPT_LOCAL, KOPT_GROUP, KOPT_GROUPTOP, KOPT_NOLOCALS, KOPT_SWAP } KOptOp;
+/* an opt in tinygrad's Opt terms: UPCAST (and PADTO, LOCAL...) axis is a kernel axis (after the opts
+ * before it), UNROLL axis an index into the reduce axes of size > 1; amt 0 is the whole axis */
+typedef enum { KOPT_UPCAST, KOPT_UNROLL, KOPT_LOCAL, KOPT_GROUP, KOPT_GROUPTOP, KOPT_NOLOCALS, KOPT_SWAP, KOPT_PADTO } KOptOp;
 typedef struct KOpt { uint8_t op; int axis, amt; } KOpt;
 enum { KOPT_MAX = 16 };
 /* which opts lower_kernel applies: the heuristic (the default), none (tinygrad's NOOPT), or a list
@@ -133,6 +136,8 @@ typedef struct KAxes {
   int mv0, mv1;                   /* the first reduce is ADD(MUL(LOAD, LOAD)): the loads' ShapeTrackers, else -1 */
   bool transcendental;            /* the kernel computes EXP2, LOG2, SIN or POW (tgc's CPU step reads it) */
   bool red_fsum;                  /* the first reduce is a float ADD (tgc's CPU step reads it) */
+  bool has_vars;                  /* the kernel has DEFINE_VARs (PADTO refuses symbolic shapes) */
+  bool pad_safe;                  /* every reduce is an ADD of ops with f(0) = 0 (PADTO of a reduce axis) */
 } KAxes;
 /* tinygrad's hand_coded_optimizations for target t; n opts into out */
 int kopt_heuristic(Arena *a, const KAxes *k, const KTarget *t, KOpt *out);
@@ -144,6 +149,9 @@ int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *t, int lanes, int n, 
  * first axis is the group's), else -1; false with why when an opt does not apply (tinygrad's
  * KernelOptError) */
 bool kopt_factors(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int *fac, int *grp, char *why, size_t wn);
+/* the PADTOs of opts v (which apply): per F axis its padded size into fto (0: not padded); the
+ * number of F axes padded */
+int kopt_pads(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int64_t *fto);
 /* the kernel's axes after opts v (thread lowering): in tinygrad's order, each with its type, size,
  * merged axis m and its weight in m's index (m's index is the sum of its pieces' index times
  * weight) */

@@ -45,6 +45,7 @@ typedef struct LCtx {
   const int *fac; int nfac; /* per full-shape axis the opts' upcast/unroll factor (NULL: no opts) */
   const int *grp;        /* per full-shape axis: the first axis of its merged loop, or -1 */
   const Sint *fsz;       /* the full shape without opts (the axes fac and grp index) */
+  const int64_t *fto;    /* PADTO: per full-shape axis its padded size (0: not padded; NULL: none) */
   Map rmap;              /* key(REDUCE_AXIS, axis) -> its RANGE, shared by every index it is asked at */
   /* thread lowering (pc NULL: the loop lowering) */
   const KPieces *pc;     /* the kernel's axes after opts */
@@ -114,6 +115,21 @@ static UOp *c_true(void) { return uop_const(dt_bool, v_bool(true)); }
 static bool is_true(UOp *v) { return v->op == OP_CONST && v->arg->kind == V_BOOL && v->arg->b; }
 static UOp *zero_of(const DType *dt) { return uop_const_int(dt, 0); }
 static UOp *idx_key(int n, UOp *const *idx) { return uop_new(OP_SINK, dt_void, n, idx, v_str("tgc.idx"), NULL); }
+/* PADTO: an index vector inside padded loops also carries the pad mask pv (the padded indices are
+ * below the old ends), as one more source; every LOAD, STORE and masked constant under it is masked
+ * by it too, which is what tinygrad's padded ShapeTrackers do */
+static UOp *idx_keyp(LCtx *c, int n, UOp *const *idx, UOp *pv) {
+  if (!pv) return idx_key(n, idx);
+  UOp **s = arena_alloc(c->a, sizeof(UOp *) * (size_t)(n + 1));
+  memcpy(s, idx, sizeof(UOp *) * (size_t)n);
+  s[n] = pv;
+  return uop_new(OP_SINK, dt_void, n + 1, s, v_str("tgc.idxp"), NULL);
+}
+static bool key_padded(const UOp *k) { return k->arg->kind == V_STR && strcmp(k->arg->s, "tgc.idxp") == 0; }
+static int key_n(const UOp *k) { return key_padded(k) ? k->nsrc - 1 : k->nsrc; }
+static UOp *key_pv(const UOp *k) { return key_padded(k) ? k->src[k->nsrc - 1] : NULL; }
+static UOp *pad_and(UOp *pv, UOp *cond) { return pv ? u_and(pv, cond) : cond; }
+static UOp *valid_and(UOp *valid, UOp *pv) { return !pv ? valid : valid->op == OP_CONST && valid->arg->kind == V_BOOL && valid->arg->b ? pv : u_and(valid, pv); }
 static UOp *memo_key(UOp *node, UOp *ikey) { return uop2(OP_NOOP, dt_void, node, ikey, v_str("tgc.lower")); }
 
 /* tinygrad's unravel(shape, offset): ((offset // acc) % d) per axis, simplified */
@@ -218,6 +234,21 @@ static int64_t factor_of(LCtx *c, int f, Sint n) {
   if (!c->fac || f < 0 || f >= c->nfac || c->fac[f] <= 1 || !si_is_int(n) || n.c % c->fac[f]) return 1;
   return c->fac[f];
 }
+/* PADTO: the loop size of full-shape axis f where a value's shape there is n: the padded size,
+ * or n (not padded, or 1 there: tinygrad pads no ShapeTracker where it is 1) */
+static Sint padded(LCtx *c, int f, Sint n) {
+  if (!c->fto || f < 0 || f >= c->nfac || !c->fto[f] || !si_is_int(n) || n.c == 1 || (c->grp && c->grp[f] >= 0)) return n;
+  return si(c->fto[f]);
+}
+/* pv and also index ix below end n */
+static UOp *below(UOp *pv, UOp *ix, int64_t n) {
+  UOp *cond = u_simplify(u_lti(ix, n));
+  return cond->op == OP_CONST && cond->arg->kind == V_BOOL && cond->arg->b ? pv : pad_and(pv, cond);
+}
+/* the pad mask pv and also index ix below the old end n of axis f, when f is padded */
+static UOp *pad_cond(LCtx *c, UOp *pv, int f, Sint n, UOp *ix) { return si_eq(padded(c, f, n), n) ? pv : below(pv, ix, n.c); }
+/* the loop size of a merged group of size S led by axis f (padded: fto[f], the whole group's) */
+static int64_t group_padded(LCtx *c, int f, int64_t S) { return c->fto && f < c->nfac && c->fto[f] ? c->fto[f] : S; }
 /* index j of a loop split by K into RANGE r (NULL when the outer count is 1): r*K + j */
 static UOp *split_index(UOp *r, int64_t K, int64_t j) {
   if (K == 1) return r;
@@ -248,6 +279,15 @@ static void merged_unravel(LCtx *c, int m, UOp *idx, UOp **out) {
   SList sl = {n, sz};
   unravel(&sl, idx, o);
   for (int i = 0; i < n; i++) out[k->kept[k->lo[m] + i]] = o[i];
+}
+/* PADTO: pv and also merged axis m's index below its old size, when m is padded */
+static UOp *merged_pad(LCtx *c, UOp *pv, int m, UOp *const *val) {
+  const KAxes *k = c->kx;
+  int lead = k->kept[k->lo[m]];
+  if (!c->fto || !c->fto[lead]) return pv;
+  int64_t S = 1;
+  for (int i = k->lo[m]; i <= k->hi[m]; i++) S *= k->fsize[k->kept[i]].c;
+  return below(pv, merged_index(c, m, val), S);
 }
 /* the linear index of pieces ps[0..n) (the first outermost) at values val, and their count */
 static UOp *pieces_linear(LCtx *c, int n, const int *ps, UOp *const *val, int64_t *count) {
@@ -356,7 +396,7 @@ static UOp *load_of(UOp *load, UOp *buf, UOp *idx, UOp *valid) {
 /* REDUCE_AXIS u at index idx[0..n) under thread lowering: its merged axes' REDUCE pieces get a RANGE
  * each, UNROLL pieces a child per combination, GROUP pieces their lidx (the partial value; the
  * grouping stage follows in group_reduce) */
-static void prepare_reduce_threads(LCtx *c, Frame *f, UOp *u, UOp *const *idx, int n) {
+static void prepare_reduce_threads(LCtx *c, Frame *f, UOp *u, UOp *const *idx, int n, UOp *pv) {
   const KPieces *pc = c->pc;
   const SList *xs = shape_of(c, u->src[0]);
   const Value *ax = u->arg->items[1];
@@ -408,7 +448,9 @@ static void prepare_reduce_threads(LCtx *c, Frame *f, UOp *u, UOp *const *idx, i
       merged_unravel(c, m, merged_index(c, m, val), fi);
       for (int i = c->kx->lo[m]; i <= c->kx->hi[m]; i++) ni[srcax[c->kx->kept[i]]] = fi[c->kx->kept[i]];
     }
-    f->chn[t] = u->src[0]; f->chk[t] = idx_key(xs->n, ni);
+    UOp *pvt = pv;   /* padded reduce axes: their merged indices below the old ends */
+    for (int m = 0; m < nm; m++) if (mine[m]) pvt = merged_pad(c, pvt, m, val);
+    f->chn[t] = u->src[0]; f->chk[t] = idx_keyp(c, xs->n, ni, pvt);
   }
 }
 
@@ -462,8 +504,8 @@ static void index_st(const ShapeTracker *st, UOp *const *idx, int n, UOp **fi, U
 
 /* fill f's children (or f->done) for node at index vector ikey */
 static void lower_prepare(LCtx *c, Frame *f) {
-  UOp *u = f->node, *const *idx = f->ikey->src;
-  int n = f->ikey->nsrc;
+  UOp *u = f->node, *const *idx = f->ikey->src, *pv = key_pv(f->ikey);
+  int n = key_n(f->ikey);
   f->nch = 0;
   switch (u->op) {
   case OP_CONST: case OP_DEFINE_VAR: {
@@ -472,6 +514,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
     index_st(u->src[0]->arg->st, idx, n, &fi, &valid);
     rec_index(c, u, fi, valid, u->src[0]->arg->st);
     UOp *b = bare_of(u);
+    valid = valid_and(valid, pv);
     f->done = is_true(valid) ? b : u_where(valid, b, zero_of(u->dtype));
     return;
   }
@@ -480,14 +523,14 @@ static void lower_prepare(LCtx *c, Frame *f) {
     if (buf->op == OP_DEFINE_GLOBAL) {
       UOp *i0 = n ? idx[0] : uop_const_int(dt_int, 0);
       rec_index(c, u, i0, c_true(), NULL);
-      f->done = load_of(u, buf, i0, c_true());
+      f->done = load_of(u, buf, i0, valid_and(c_true(), pv));
       return;
     }
     if (buf->op == OP_VIEW && buf->src[0]->op == OP_DEFINE_GLOBAL) {
       UOp *fi, *valid;
       index_st(buf->arg->st, idx, n, &fi, &valid);
       rec_index(c, u, fi, valid, buf->arg->st);
-      f->done = load_of(u, buf->src[0], fi, valid);
+      f->done = load_of(u, buf->src[0], fi, valid_and(valid, pv));
       return;
     }
     tg_fail(TG_EINPUT, "LOAD of %s is not a buffer", op_names[buf->op]);
@@ -495,7 +538,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
   case OP_VIEW: {
     UOp *x = u->src[0], *fi, *valid;
     index_st(u->arg->st, idx, n, &fi, &valid);
-    if (x->op == OP_LOAD && x->src[0]->op == OP_DEFINE_GLOBAL) { rec_index(c, u, fi, valid, u->arg->st); f->done = load_of(x, x->src[0], fi, valid); return; }
+    if (x->op == OP_LOAD && x->src[0]->op == OP_DEFINE_GLOBAL) { rec_index(c, u, fi, valid, u->arg->st); f->done = load_of(x, x->src[0], fi, valid_and(valid, pv)); return; }
     if (x->op == OP_DEFINE_GLOBAL) tg_fail(TG_EINPUT, "VIEW of a DEFINE_GLOBAL used as a value");
     /* tinygrad pushes this view onto the buffers below; its mask blocks the same merges */
     if (!is_true(valid)) rec_index(c, u, uop_const_int(dt_int, 0), valid, u->arg->st);
@@ -507,11 +550,11 @@ static void lower_prepare(LCtx *c, Frame *f) {
     f->nch = 1;
     f->chn = arena_alloc(c->a, sizeof(UOp *));
     f->chk = arena_alloc(c->a, sizeof(UOp *));
-    f->chn[0] = x; f->chk[0] = idx_key(xn, ni);
+    f->chn[0] = x; f->chk[0] = idx_keyp(c, xn, ni, pv);
     return;
   }
   case OP_REDUCE_AXIS: {
-    if (c->pc) { prepare_reduce_threads(c, f, u, idx, n); return; }
+    if (c->pc) { prepare_reduce_threads(c, f, u, idx, n, pv); return; }
     /* the reduced axes get their RANGEs; an unrolled one (factor K) is asked at r*K + j for every
      * j, and the source's values at those index vectors are folded with the reduce op */
     const SList *xs = shape_of(c, u->src[0]);
@@ -537,6 +580,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
     int *gax = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1));
     Sint *gsz = arena_alloc(c->a, sizeof(Sint) * (size_t)(ax->n + 1));
     int ngrp = 0, *gstart = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 2)), ng = 0;
+    int64_t *gS = arena_alloc(c->a, sizeof(int64_t) * (size_t)(ax->n + 1)), *gP = arena_alloc(c->a, sizeof(int64_t) * (size_t)(ax->n + 1));
     for (int k = 0; k < ax->n; k++) {
       int a = (int)ax->items[k]->i;
       if (si_is_int(xs->v[a]) && xs->v[a].c == 1) { base[a] = uop_const_int(dt_int, 0); continue; }
@@ -556,16 +600,18 @@ static void lower_prepare(LCtx *c, Frame *f) {
         int64_t G = 1;
         for (int q = 0; q < c->nfac; q++) if (c->grp[q] == fa) G *= c->fsz[q].c;
         if (S != G) tg_fail(TG_EINTERNAL, "lower: a reduce covers part of a merged axis");
-        int64_t K = c->fac[fa];
-        UOp *r = S / K == 1 ? NULL : reduce_range(c, u, a, fa, si(S / K));
+        int64_t K = c->fac[fa], P = group_padded(c, fa, S);
+        gS[ngrp] = S; gP[ngrp] = P;
+        UOp *r = P / K == 1 ? NULL : reduce_range(c, u, a, fa, si(P / K));
         if (r) f->ranges[f->nr++] = r;
         ua[nu] = -1 - ngrp; uk[nu] = K; ur[nu] = r; nu++; combos *= K;
         ngrp++;
         gstart[ngrp] = ng;
         continue;
       }
-      int64_t K = factor_of(c, fa, xs->v[a]);
-      Sint end = K > 1 ? si(xs->v[a].c / K) : xs->v[a];
+      Sint full = padded(c, fa, xs->v[a]);
+      int64_t K = factor_of(c, fa, full);
+      Sint end = K > 1 ? si(full.c / K) : full;
       UOp *r = si_is_int(end) && end.c == 1 ? NULL : reduce_range(c, u, a, fa, end);
       if (r) f->ranges[f->nr++] = r;
       if (K > 1) { ua[nu] = a; uk[nu] = K; ur[nu] = r; nu++; combos *= K; }
@@ -578,17 +624,20 @@ static void lower_prepare(LCtx *c, Frame *f) {
       UOp **ni = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
       memcpy(ni, base, sizeof(UOp *) * (size_t)xs->n);
       int64_t q = t;
+      UOp *pvt = pv;   /* padded reduce axes: their indices below the old ends */
       for (int i = nu - 1; i >= 0; i--) {
         UOp *ix = split_index(ur[i], uk[i], q % uk[i]);
         q /= uk[i];
         if (ua[i] >= 0) { ni[ua[i]] = ix; continue; }
         int gi = -1 - ua[i], g0 = gstart[gi], gn = gstart[gi + 1] - g0;
+        if (gP[gi] != gS[gi]) pvt = below(pvt, ix, gS[gi]);
         SList gs = {gn, gsz + g0};
         UOp **out = arena_alloc(c->a, sizeof(UOp *) * (size_t)(gn + 1));
         unravel(&gs, ix, out);
         for (int k = 0; k < gn; k++) ni[gax[g0 + k]] = out[k];
       }
-      f->chn[t] = u->src[0]; f->chk[t] = idx_key(xs->n, ni);
+      for (int k = 0; k < ax->n; k++) if (gfa[k] >= 0) pvt = pad_cond(c, pvt, gfa[k], xs->v[ax->items[k]->i], ni[ax->items[k]->i]);
+      f->chn[t] = u->src[0]; f->chk[t] = idx_keyp(c, xs->n, ni, pvt);
     }
     return;
   }
@@ -607,7 +656,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
     if (ss && us && !sl_same(ss, us)) {  /* same size, other shape: go through the flat index */
       UOp **ni = arena_alloc(c->a, sizeof(UOp *) * (size_t)(ss->n + 1));
       unravel(ss, ravel(us, idx), ni);
-      f->chk[k] = idx_key(ss->n, ni);
+      f->chk[k] = idx_keyp(c, ss->n, ni, pv);
     }
   }
 }
@@ -674,7 +723,7 @@ static UOp *lower_value(LCtx *c, UOp *node, UOp *ikey) {
 /* the upcast of output axis i of a STORE of shape sh: a merged group's on its first axis */
 static int64_t store_factor(LCtx *c, int i, SList sh) {
   if (c->grp && i < c->nfac && c->grp[i] >= 0) return c->grp[i] == i ? c->fac[i] : 1;
-  return factor_of(c, i, sh.v[i]);
+  return factor_of(c, i, padded(c, i, sh.v[i]));
 }
 /* the number of index vectors the opts' upcasts make of a STORE of shape sh */
 static int64_t store_combos(LCtx *c, SList sh) {
@@ -684,12 +733,13 @@ static int64_t store_combos(LCtx *c, SList sh) {
 }
 /* a merged output group led by axis i: one RANGE over the group's product split by K, its index
  * unravelled over the group's axes (tinygrad's loop over a merged axis) */
-static void group_index(LCtx *c, SList sh, int i, int64_t j, UOp **g, UOp **ranges, int *nr) {
+static void group_index(LCtx *c, SList sh, int i, int64_t j, UOp **g, UOp **ranges, int *nr, UOp **pv) {
   int nm = 0, *mem = arena_alloc(c->a, sizeof(int) * (size_t)(sh.n + 1));
   int64_t S = 1;
   for (int f = i; f < sh.n && f < c->nfac; f++) if (c->grp[f] == i) { mem[nm++] = f; S *= sh.v[f].c; }
-  int64_t K = c->fac[i];
-  UOp *r = S / K == 1 ? NULL : uop1(OP_RANGE, dt_int, uop_const_int(dt_int, S / K), v_int(i));
+  int64_t K = c->fac[i], P = group_padded(c, i, S);
+  UOp *r = P / K == 1 ? NULL : uop1(OP_RANGE, dt_int, uop_const_int(dt_int, P / K), v_int(i));
+  if (P != S) *pv = below(*pv, split_index(r, K, j), S);
   if (r) ranges[(*nr)++] = r;
   Sint *sz = arena_alloc(c->a, sizeof(Sint) * (size_t)(nm + 1));
   for (int k = 0; k < nm; k++) sz[k] = sh.v[mem[k]];
@@ -700,12 +750,13 @@ static void group_index(LCtx *c, SList sh, int i, int64_t j, UOp **g, UOp **rang
 }
 /* the INDEX a STORE s through view writes at index vector g, recorded as the kernel's output
  * (Kernel.sts[0]) */
-static UOp *store_index(LCtx *c, UOp *s, UOp *view, UOp **g) {
+static UOp *store_index(LCtx *c, UOp *s, UOp *view, UOp **g, UOp *pv) {
   UOp *fi, *valid;
   st_to_indexed_uops(view->arg->st, g, &fi, &valid);
   c->out_rec = c->recs.n;
   rec_index(c, s, fi, valid, view->arg->st);
   c->out_idx = fi; c->out_valid = valid;
+  valid = valid_and(valid, pv);
   UOp *buf = view->src[0];
   return is_true(valid) ? uop2(OP_INDEX, buf->dtype, buf, fi, NULL) : uop3(OP_INDEX, buf->dtype, buf, fi, valid, NULL);
 }
@@ -721,20 +772,23 @@ static UOp *lower_store(LCtx *c, UOp *s, int64_t t) {
   int64_t *j = arena_alloc(c->a, sizeof(int64_t) * (size_t)(sh.n + 1));
   for (int i = sh.n - 1; i >= 0; i--) { int64_t K = store_factor(c, i, sh); j[i] = t % K; t /= K; }
   int nr = 0;
+  UOp *pv = NULL;   /* padded output axes: their indices below the old ends */
   for (int i = 0; i < sh.n; i++) {
     if (si_is_int(sh.v[i]) && sh.v[i].c == 1) { g[i] = uop_const_int(dt_int, 0); continue; }
     if (c->grp && i < c->nfac && c->grp[i] >= 0) {
-      if (c->grp[i] == i) group_index(c, sh, i, j[i], g, srcs + 2, &nr);
+      if (c->grp[i] == i) group_index(c, sh, i, j[i], g, srcs + 2, &nr, &pv);
       continue;
     }
-    int64_t K = factor_of(c, i, sh.v[i]);
-    Sint end = K > 1 ? si(sh.v[i].c / K) : sh.v[i];
+    Sint full = padded(c, i, sh.v[i]);
+    int64_t K = factor_of(c, i, full);
+    Sint end = K > 1 ? si(full.c / K) : full;
     UOp *r = si_is_int(end) && end.c == 1 ? NULL : uop1(OP_RANGE, dt_int, si_uop(end), v_int(i));
     if (r) srcs[2 + nr++] = r;
     g[i] = split_index(r, K, j[i]);
   }
-  srcs[0] = store_index(c, s, view, g);
-  srcs[1] = lower_value(c, s->src[1], idx_key(sh.n, g));
+  for (int i = 0; i < sh.n; i++) pv = pad_cond(c, pv, i, sh.v[i], g[i]);
+  srcs[0] = store_index(c, s, view, g, pv);
+  srcs[1] = lower_value(c, s->src[1], idx_keyp(c, sh.n, g, pv));
   return uop_new(OP_STORE, dt_void, 2 + nr, srcs, NULL, NULL);
 }
 
@@ -760,10 +814,12 @@ static UOp *lower_store_threads(LCtx *c, UOp *s, int64_t t) {
     if (i >= nf || !fi[i]) tg_fail(TG_EINTERNAL, "lower: store axis %d has no index", i);
     g[i] = fi[i];
   }
-  UOp *ix = store_index(c, s, view, g);
+  UOp *pv = NULL;   /* padded output axes: their merged indices below the old ends */
+  for (int m = 0; m < c->kx->n; m++) if (!c->kx->reduce[m]) pv = merged_pad(c, pv, m, val);
+  UOp *ix = store_index(c, s, view, g, pv);
   UOp **srcs = arena_alloc(c->a, sizeof(UOp *) * (size_t)(c->tloops.n + 3));
   srcs[0] = ix;
-  srcs[1] = lower_value(c, s->src[1], idx_key(sh.n, g));
+  srcs[1] = lower_value(c, s->src[1], idx_keyp(c, sh.n, g, pv));
   for (int i = 0; i < c->tloops.n; i++) srcs[2 + i] = c->tloops.v[i];
   return uop_new(OP_STORE, dt_void, 2 + c->tloops.n, srcs, NULL, NULL);
 }
@@ -1044,9 +1100,18 @@ static bool is_load(UOp *u) { return u->op == OP_LOAD || (u->op == OP_VIEW && u-
  * and what tgc's CPU step reads of the kernel's ops */
 static void reduce_facts(LCtx *c, UList topo, KAxes *k) {
   k->red_itemsize = 0; k->parallel_reduces = false; k->mv0 = k->mv1 = -1; k->transcendental = false; k->red_fsum = false;
+  k->has_vars = false; k->pad_safe = true;
   for (int i = 0; i < topo.n; i++) {
-    Op op = (Op)topo.v[i]->op;
+    UOp *u = topo.v[i];
+    Op op = (Op)u->op;
     k->transcendental |= op == OP_EXP2 || op == OP_LOG2 || op == OP_SIN || op == OP_POW;
+    k->has_vars |= op == OP_DEFINE_VAR;
+    /* can_pad(r, {}) for every reduce r: a sum of ops that keep zeros zero (UnsafePad: f(0) != 0) */
+    if (op == OP_REDUCE_AXIS && k->pad_safe) {
+      k->pad_safe = u->arg->items[0]->op == OP_ADD;
+      UList in = uop_toposort(u, NULL, NULL);
+      for (int q = 0; q < in.n && k->pad_safe; q++) k->pad_safe = !op_in((Op)in.v[q]->op, G_UNSAFEPAD);
+    }
   }
   UOp *first = NULL;
   for (int i = 0; i < topo.n && !first; i++) if (topo.v[i]->op == OP_REDUCE_AXIS) first = topo.v[i];
@@ -1197,9 +1262,9 @@ void lower_opt_config(const KOptCfg *cfg) { opt_cfg = *cfg; }
 
 /* lower every STORE of ast (at every upcast index vector when fac is given, thread lowering when pc
  * is) into c */
-static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const KAxes *k, const KPieces *pc,
-                       const KTarget *tg, int *nstores, UOp ***stores_out) {
-  *c = (LCtx){.a = a, .fac = fac, .grp = grp, .nfac = k ? k->nf : 0, .fsz = k ? k->fsize : NULL, .pc = pc, .kx = k};
+static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const int64_t *fto, const KAxes *k,
+                       const KPieces *pc, const KTarget *tg, int *nstores, UOp ***stores_out) {
+  *c = (LCtx){.a = a, .fac = fac, .grp = grp, .fto = fto, .nfac = k ? k->nf : 0, .fsz = k ? k->fsize : NULL, .pc = pc, .kx = k};
   map_init(&c->shapes, a);
   map_init(&c->memo, a);
   map_init(&c->rmap, a);
@@ -1268,12 +1333,12 @@ static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, 
 }
 
 /* lower_pass with opts; NULL (tg_last_error says why) when a TG_EINTERNAL check refuses them */
-static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const KAxes *k, const KPieces *pc,
+static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const int64_t *fto, const KAxes *k, const KPieces *pc,
                            const KTarget *tg, int *nstores, UOp ***stores) {
   UOp *volatile r = NULL;
   TgTry t;
   if (TG_TRY(t)) {
-    r = lower_pass(c, a, ast, topo, fac, grp, k, pc, tg, nstores, stores);
+    r = lower_pass(c, a, ast, topo, fac, grp, fto, k, pc, tg, nstores, stores);
     if (c->nf != k->nf) tg_fail(TG_EINTERNAL, "opts changed the kernel's axes");
     tg_try_end(&t);
   } else if (tg_last_error.code != TG_EINTERNAL) {
@@ -1379,7 +1444,7 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
   check_ast(topo);
   int nst;
   UOp **stores;
-  UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, NULL, tg, &nst, &stores);
+  UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, NULL, NULL, tg, &nst, &stores);
   bool has_reduce = c.reds.n > 0;
   KAxes kx;
   kernel_axes(&c, topo, &kx);
@@ -1388,10 +1453,13 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
   KPieces pc;
   int *fac = NULL, *grp = NULL, nopt = choose_opts(&c, ast, &kx, cfg, tg, opts, &fac, &grp, &pc);
   bool threads = false;
+  /* PADTO: the opts lower the padded kernel */
+  int64_t *fto = arena_alloc(a, sizeof(int64_t) * (size_t)(kx.nf + 1));
+  if (!nopt || !kopt_pads(a, &kx, tg, nopt, opts, fto)) fto = NULL;
   if (nopt) {
     LCtx c2;
     int nst2;
-    UOp **stores2, *l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, &kx, pc.v ? &pc : NULL, tg, &nst2, &stores2);
+    UOp **stores2, *l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, fto, &kx, pc.v ? &pc : NULL, tg, &nst2, &stores2);
     if (!l2 && getenv("TGC_DEBUG_OPTS")) fprintf(stderr, "opts: %s do not lower: %s\n", kopt_format(a, nopt, opts), tg_last_error.msg);
     if (!l2 && pc.v && cfg->mode != KOPT_LIST) {
       /* the heuristic's thread opts do not lower here: its UPCAST/UNROLL ones alone (LOCALs and
@@ -1405,7 +1473,7 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
       grp = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
       nopt = m && kopt_factors(a, &kx, tg, m, opts, fac, grp, why, sizeof why) ? m : 0;
       pc.v = NULL;
-      if (nopt) l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, &kx, NULL, tg, &nst2, &stores2);
+      if (nopt) l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, fto, &kx, NULL, tg, &nst2, &stores2);
     }
     if (l2) { c = c2; lsink = l2; nst = nst2; stores = stores2; threads = pc.v != NULL; }
     else if (cfg->mode == KOPT_LIST) {

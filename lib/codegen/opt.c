@@ -1,6 +1,6 @@
 /* opt.c: tinygrad 0.11.0's kernel opts (codegen/opt/kernel.py apply_opt and shift_to: UPCAST,
  * UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS, SWAP, with its KernelOptError checks) and its
- * hand_coded_optimizations (codegen/opt/heuristic.py), for a target without local memory (the C
+ * hand_coded_optimizations (codegen/opt/heuristic.py), and PADTO, for a target without local memory (the C
  * backend) or with it (OpenCL, CUDA: KTarget), on a model of the Kernel's axes (KAxes: after
  * simplify_ones + simplify_merge_adjacent).
  *
@@ -42,11 +42,16 @@ typedef struct Model {
   const KTarget *tg;
   int red_itemsize;         /* the reduceop's dtype itemsize (0: no reduce) */
   bool parallel_reduces, nolocals;
+  const KAxes *k;
+  int64_t *padto;           /* per merged axis: its size after PADTOs (0: not padded) */
 } Model;
 
 static void model_init(Arena *a, const KAxes *k, const KTarget *tg, Model *m) {
   m->n = k->n; m->cap = k->n + KOPT_MAX + 1; m->nst = k->nst; m->nsplit = 0;
   m->tg = tg; m->red_itemsize = k->red_itemsize; m->parallel_reduces = k->parallel_reduces; m->nolocals = false;
+  m->k = k;
+  m->padto = arena_alloc(a, sizeof(int64_t) * (size_t)(k->n + 1));
+  memset(m->padto, 0, sizeof(int64_t) * (size_t)(k->n + 1));
   m->ax = arena_alloc(a, sizeof(MAxis) * (size_t)m->cap);
   m->st = arena_alloc(a, sizeof(KStAx *) * (size_t)m->nst);
   m->tmp = arena_alloc(a, sizeof(KStAx) * (size_t)(m->nst + 1));
@@ -124,14 +129,46 @@ static void shift_to(Model *m, int axis, int64_t amt, int type, bool top, int in
 
 #define OPT_CHECK(cond, ...) do { if (!(cond)) { snprintf(why, wn, __VA_ARGS__); return false; } } while (0)
 
-static const char *const opt_names[] = {"UPCAST", "UNROLL", "LOCAL", "GROUP", "GROUPTOP", "NOLOCALS", "SWAP"};
+static const char *const opt_names[] = {"UPCAST", "UNROLL", "LOCAL", "GROUP", "GROUPTOP", "NOLOCALS", "SWAP", "PADTO"};
 static bool uses_locals(int op) { return op == KOPT_LOCAL || op == KOPT_GROUP || op == KOPT_GROUPTOP; }
+
+/* PADTO (apply_opt's branch): every ShapeTracker that is not 1 on the axis is padded on the right
+ * to a multiple of amt (masked there), if that at most quadruples it; a reduce axis only when the
+ * padding adds zeros to a sum. tinygrad checks the first reduce of the kernel; tgc checks every
+ * reduce (pad_safe), so a sum over values another reduce makes non-zero in the padding is refused.
+ * tgc lowers a pad as a longer loop whose loads and stores are masked past the old end, so it
+ * also needs the piece padded to be the outermost of its axis (its index, times its weight, is then
+ * the axis' index: padding the piece pads the loop); an axis merged from several loops then runs
+ * as one loop (kopt_factors) */
+static bool model_pad(Model *m, int axis, int64_t amt, char *why, size_t wn) {
+  OPT_CHECK(!m->k->has_vars, "does not work with symbolic shape");
+  OPT_CHECK(!is_type(m, axis, AX_UPCAST, AX_UNROLL), "cannot pad upcasted");
+  if (m->red_itemsize && is_type(m, axis, AX_GROUP, AX_REDUCE)) OPT_CHECK(m->k->pad_safe, "cannot pad a reduce that is not a sum of ops with f(0) = 0");
+  bool padded = false;
+  for (int t = 0; t < m->nst; t++) {
+    KStAx *x = &m->st[t][axis];
+    if (x->shape == 1) continue;   /* reduced */
+    OPT_CHECK(x->shape > amt / 4, "pad adds more than quadruple the work st.shape[%d]=%lld > amt//4=%lld", axis, (long long)x->shape, (long long)(amt / 4));
+    int64_t ru = (x->shape + amt - 1) / amt * amt - x->shape;
+    if (ru) { x->shape += ru; x->masked = true; padded = true; }
+  }
+  OPT_CHECK(padded, "nothing was padded");
+  const MAxis *p = &m->ax[axis];
+  int o = p->origin;
+  int64_t total = 1;
+  for (int i = 0; i < m->n; i++) if (m->ax[i].origin == o) total *= m->ax[i].size;
+  OPT_CHECK(p->weight * p->size == total, "tgc pads only the outermost piece of a split axis");
+  int64_t to = (p->size + amt - 1) / amt * amt;
+  m->padto[o] = total / p->size * to;
+  m->ax[axis].size = to;
+  return true;
+}
 
 /* Kernel.apply_opt (KernelOptError -> false with why), its checks in its order */
 static bool model_apply(Model *m, KOpt o, char *why, size_t wn) {
   int ax[64 + KOPT_MAX + 1], axis = -1, na;
   OPT_CHECK(m->nsplit < KOPT_MAX, "more than %d opts", KOPT_MAX);
-  OPT_CHECK(o.op <= KOPT_SWAP, "unknown opt %d", o.op);
+  OPT_CHECK(o.op <= KOPT_PADTO, "unknown opt %d", o.op);
   if (m->nolocals) OPT_CHECK(!uses_locals(o.op), "not using locals");
   /* real_axis */
   if (o.op == KOPT_UNROLL) {
@@ -152,15 +189,17 @@ static bool model_apply(Model *m, KOpt o, char *why, size_t wn) {
     amt = o.amt;
   } else if (o.op != KOPT_NOLOCALS) {
     amt = o.amt ? o.amt : m->ax[axis].size;
-    OPT_CHECK(m->ax[axis].size > 0 && amt > 1, "shift of %lld, 1 or symbolic amount is meaningless", (long long)amt);
-    OPT_CHECK(m->ax[axis].size % amt == 0, "no longer valid shift full_shape[%d]=%lld, amt=%lld", axis, (long long)m->ax[axis].size, (long long)amt);
-    for (int t = 0; t < m->nst; t++)
-      OPT_CHECK(m->st[t][axis].shape == 1 || (m->st[t][axis].shape > 0 && m->st[t][axis].shape % amt == 0), "no longer valid shift st.shape[%d]=%lld, amt=%lld",
-                axis, (long long)m->st[t][axis].shape, (long long)amt);
+    OPT_CHECK(m->ax[axis].size > 0 && amt > 1, "shift/padto of %lld, 1 or symbolic amount is meaningless", (long long)amt);
+    if (o.op != KOPT_PADTO) {
+      OPT_CHECK(m->ax[axis].size % amt == 0, "no longer valid shift full_shape[%d]=%lld, amt=%lld", axis, (long long)m->ax[axis].size, (long long)amt);
+      for (int t = 0; t < m->nst; t++)
+        OPT_CHECK(m->st[t][axis].shape == 1 || (m->st[t][axis].shape > 0 && m->st[t][axis].shape % amt == 0), "no longer valid shift st.shape[%d]=%lld, amt=%lld",
+                  axis, (long long)m->st[t][axis].shape, (long long)amt);
+    }
   }
   /* local memory for a grouped reduce: one accumulator per thread, upcast and group member */
   bool grouping = axes_of(m, TB(AX_GROUP), ax) > 0;
-  if (m->red_itemsize && (o.op == KOPT_GROUP || o.op == KOPT_GROUPTOP || (grouping && o.op != KOPT_NOLOCALS))) {
+  if (m->red_itemsize && (o.op == KOPT_GROUP || o.op == KOPT_GROUPTOP || (grouping && o.op != KOPT_NOLOCALS && o.op != KOPT_PADTO))) {
     int64_t smem = amt * m->red_itemsize * prod_of(m, TB(AX_UPCAST)) * prod_of(m, TB(AX_LOCAL));
     OPT_CHECK(smem <= m->tg->shared_max, "exceeds maximum shared memory size: needs %lld, max %lld", (long long)smem, (long long)m->tg->shared_max);
   }
@@ -203,6 +242,9 @@ static bool model_apply(Model *m, KOpt o, char *why, size_t wn) {
     for (int t = 0; t < m->nst; t++) { KStAx x = m->st[t][axis]; m->st[t][axis] = m->st[t][amt]; m->st[t][amt] = x; }
     break;
   }
+  case KOPT_PADTO:
+    if (!model_pad(m, axis, amt, why, wn)) return false;
+    break;
   }
   /* simplify_ones: axes of size 1 go */
   int w = 0;
@@ -489,9 +531,10 @@ bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt
   Model m;
   if (!model_replay(a, k, tg, n, v, &m, why, wn)) return false;
   for (int i = 0; i < n; i++)
-    if (v[i].op != KOPT_UPCAST && v[i].op != KOPT_UNROLL && v[i].op != KOPT_NOLOCALS) { snprintf(why, wn, "%s needs thread indices", opt_names[v[i].op]); return false; }
+    if (v[i].op != KOPT_UPCAST && v[i].op != KOPT_UNROLL && v[i].op != KOPT_NOLOCALS && v[i].op != KOPT_PADTO) { snprintf(why, wn, "%s needs thread indices", opt_names[v[i].op]); return false; }
   int64_t *rem = arena_alloc(a, sizeof(int64_t) * (size_t)(k->nf + 1));
   for (int f = 0; f < k->nf; f++) { fac[f] = 1; grp[f] = -1; rem[f] = si_is_int(k->fsize[f]) ? k->fsize[f].c : -1; }
+  for (int mg = 0; mg < k->n; mg++) if (m.padto[mg] && k->lo[mg] == k->hi[mg]) rem[k->kept[k->lo[mg]]] = m.padto[mg];
   for (int mg = 0; mg < k->n; mg++) {
     /* the splits of merged axis mg, innermost first, each from the innermost axis with room */
     bool ok = true;
@@ -510,13 +553,26 @@ bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt
       }
       ok &= amt == 1;
     }
-    if (ok || total == 1) continue;
+    if ((ok || total == 1) && !(m.padto[mg] && k->hi[mg] > k->lo[mg])) continue;
     /* not on whole loop axes: the group runs as one loop over the merged axis instead */
     int lead = k->kept[k->lo[mg]];
     for (int i = k->lo[mg]; i <= k->hi[mg]; i++) { int f = k->kept[i]; fac[f] = 1; grp[f] = lead; }
     fac[lead] = (int)total;
   }
   return true;
+}
+
+int kopt_pads(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, int64_t *fto) {
+  for (int f = 0; f < k->nf; f++) fto[f] = 0;
+  bool any = false;
+  for (int i = 0; i < n; i++) any |= v[i].op == KOPT_PADTO;
+  if (!any || k->n > 64) return 0;
+  Model m;
+  char why[256];
+  if (!model_replay(a, k, tg, n, v, &m, why, sizeof why)) return 0;
+  int np = 0;
+  for (int mg = 0; mg < k->n; mg++) if (m.padto[mg]) { fto[k->kept[k->lo[mg]]] = m.padto[mg]; np++; }
+  return np;
 }
 
 bool kopt_pieces(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, KPieces *out, char *why, size_t wn) {
@@ -542,8 +598,7 @@ bool kopt_parse(const char *s, KOptCfg *out, char *why, size_t wn) {
     KOpt o = {0, axis, amt};
     int op = -1;
     for (int i = 0; i < (int)(sizeof opt_names / sizeof *opt_names); i++) if (!strcasecmp(name, opt_names[i])) op = i;
-    if (!strcasecmp(name, "PADTO")) OPT_CHECK(false, "PADTO is not ported");
-    OPT_CHECK(op >= 0, "unknown opt '%s' (UPCAST, UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS or SWAP)", name);
+    OPT_CHECK(op >= 0, "unknown opt '%s' (UPCAST, UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS, SWAP or PADTO)", name);
     o.op = (uint8_t)op;
     OPT_CHECK(axis >= 0 && amt >= 0, "'%.*s': axis and amount must be >= 0", used, p);
     OPT_CHECK(out->n < KOPT_MAX, "more than %d opts", KOPT_MAX);

@@ -2,9 +2,9 @@
  * (codegen/opt/search.py) with tgc's opts.
  *
  * The beam starts as the kernel without opts. Each step extends every kernel in the beam by every
- * action (UPCAST of axis 0..7 by 0,2,3,4,5,7 and UNROLL of axis 0..4 by 0,4,7: tinygrad's list
- * without the local-memory, tensor-core, PADTO and SWAP actions a CPU target refuses or tgc does
- * not port), drops the lists that do not apply (KernelOptError) or upcast more than 256 values
+ * action (UPCAST of axis 0..7 by 0,2,3,4,5,7, UNROLL of axis 0..4 by 0,4,7 and PADTO of axis 0..6
+ * to 32: tinygrad's list without the local-memory, tensor-core and SWAP actions a CPU target
+ * refuses or tgc does not port), drops the lists that do not apply (KernelOptError) or upcast more than 256 values
  * (BEAM_UPCAST_MAX), lowers and renders the rest, skips sources already timed, compiles each one
  * (rt_compile: the same compiler, flags and threads as the run) and times it on scratch buffers:
  * three runs, the fastest counts, stopping early at three times the beam's best. The `amt`
@@ -33,6 +33,7 @@ static int build_actions(KOpt *out) {
     for (int ax = 0; ax < 8; ax++) out[n++] = (KOpt){KOPT_UPCAST, ax, up_amts[a]};
   for (size_t a = 0; a < sizeof unroll_amts / sizeof *unroll_amts; a++)
     for (int ax = 0; ax < 5; ax++) out[n++] = (KOpt){KOPT_UNROLL, ax, unroll_amts[a]};
+  for (int ax = 0; ax < 7; ax++) out[n++] = (KOpt){KOPT_PADTO, ax, 32};   /* BEAM_PADTO=1, tinygrad's default */
   return n;
 }
 
@@ -106,7 +107,7 @@ static const char *cache_path(Runtime *rt, UOp *ast, int amt) {
   static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}, 0};
   Program *p = lower_kernel_with(ast, NULL, &noopt);
   char *src = render_function(rt->a, p, &render_c);
-  char *key = arena_printf(rt->a, "tgc beam v1\n%s\namt %d threads %d cc %s\n", src, amt, rt->threads, rt->cc);
+  char *key = arena_printf(rt->a, "tgc beam v2\n%s\namt %d threads %d cc %s\n", src, amt, rt->threads, rt->cc);
   uint64_t h = hash_bytes(key, strlen(key), 0x6265616d);
   return arena_printf(rt->a, "%s/beam/%016llx", rt->cache_dir, (unsigned long long)h);
 }
@@ -144,7 +145,7 @@ KOptCfg rt_beam(Runtime *rt, UOp *ast, int amt) {
   KOptCfg best;
   if (cache_read(cpath, &best)) { rt->nbeam_cached++; return best; }
   double t0 = tg_now_ms();
-  KOpt actions[64];
+  KOpt actions[80];
   int nact = build_actions(actions);
   Map seen;
   map_init(&seen, rt->a);
