@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <malloc.h>
 
 static char *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
@@ -57,6 +58,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: bench GRAPH [N [read]]\n");
     return 2;
   }
+  /* freed memory stays in this process for the next run (as a Python process keeps its heap for
+   * tinygrad's): without this, glibc's dynamic mmap threshold decides run by run whether a context's
+   * memory goes back to the kernel and is faulted in again, and the medians flip by up to 45% on a
+   * change of a few bytes in a struct */
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   int reps = argc > 2 ? atoi(argv[2]) : 20;
   bool read_only = argc > 3 && strcmp(argv[3], "read") == 0;
   if (reps < 1) reps = 1;

@@ -8,6 +8,8 @@
 # scheduling second; arenaKB = peak arena bytes; rssKB = peak RSS of `tgc schedule`; xfile = rssKB
 # over the file's size; tg_ms = tinygrad (get_kernelize_map only: no JSON reading); x_sched =
 # tg_ms / sched (like for like); x_total = tg_ms / (read + sched) (tgc also parsing the file).
+# The bench process keeps freed memory for its next run (mallopt), as tinygrad's Python process
+# keeps its heap: the runs time scheduling on warm pages, not the kernel zeroing fresh ones.
 # Targets (issue 4): x_sched >= 100 and xfile < 20.
 set -u
 ORACLE=${1:-../shared/oracle}

@@ -106,7 +106,7 @@ UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg
   UOp *f = iset_find(&uctx->uops, h, uop_eq, &p);
   if (f) return f;
   UOp *u = arena_alloc(ga(), sizeof *u);
-  u->op = (uint8_t)op; u->nsrc = nsrc; u->dtype = dt; u->arg = arg; u->tag = tag; u->hash = h;
+  u->op = (uint8_t)op; u->nsrc = nsrc; u->dtype = dt; u->arg = arg; u->tag = tag;
   u->src = nsrc ? arena_dup(ga(), src, sizeof(UOp *) * (size_t)nsrc) : NULL;
   u->id = uctx->next_id++;
   iset_add(&uctx->uops, h, u);

@@ -153,7 +153,6 @@ struct UOp {
   const DType *dtype;
   UOp *const *src;
   const Value *arg, *tag;      /* never NULL: v_none() when absent */
-  uint64_t hash;
   MetaList meta;               /* tinygrad's all_metadata side table (not part of identity) */
   /* lazily computed caches, owned by the stages that fill them */
   const ShapeTracker *st_cache; /* lib/shape: UOp.st (valid when st_state is 1) */
