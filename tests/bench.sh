@@ -5,8 +5,10 @@
 # $N times, each in a fresh context, and prints medians) and $TGC for the process's peak RSS of
 # one `tgc schedule`. tinygrad's time is tools/tgc_graph.py bench (get_kernelize_map, median of 3).
 # Columns: read/sched = median ms of graph_read_mem / create_schedule; Muops/s = uops per
-# scheduling second; arenaKB = peak arena bytes; rssKB = peak RSS of `tgc schedule`; xfile = rssKB
-# over the file's size; tg_ms = tinygrad (get_kernelize_map only: no JSON reading); x_sched =
+# scheduling second; arenaKB = peak arena bytes (the graph's nodes, values and maps, and the passes'
+# scratch); xarena = arenaKB over the file's size; rssKB = peak RSS of `tgc schedule`; xfile = rssKB
+# over the file's size (a process of tgc's takes about 3 MB before it reads anything, which is most
+# of the RSS of these small files: make scale has the RSS of million-uop graphs); tg_ms = tinygrad (get_kernelize_map only: no JSON reading); x_sched =
 # tg_ms / sched (like for like); x_total = tg_ms / (read + sched) (tgc also parsing the file).
 # The bench process keeps freed memory for its next run (mallopt), as tinygrad's Python process
 # keeps its heap: the runs time scheduling on warm pages, not the kernel zeroing fresh ones.
@@ -36,7 +38,7 @@ graphs() {
   for f in testdata/models/*.graph.json; do [ -f "$f" ] && echo "$f"; done
 }
 
-printf '%-44s %6s %8s %8s %9s %8s %8s %6s %9s %8s %8s\n' graph uops read_ms sched_ms Muops/s arenaKB rssKB xfile tg_ms x_sched x_total
+printf '%-44s %6s %8s %8s %9s %8s %6s %8s %6s %9s %8s %8s\n' graph uops read_ms sched_ms Muops/s arenaKB xarena rssKB xfile tg_ms x_sched x_total
 status=0
 for g in $(graphs); do
   name=$(basename "$g" .graph.json)
@@ -59,9 +61,10 @@ for g in $(graphs); do
   awk -v n="$name" -v u="$uops" -v rd="$rd" -v sc="$sc" -v ar="$arena" -v rss="$rss" -v sz="$size" -v tg="$tg" 'BEGIN {
     mups = sc > 0 ? u / sc / 1000 : 0
     xf = rss == "-" ? "-" : sprintf("%.1f", rss * 1024 / sz)
+    xa = sprintf("%.1f", ar / sz)
     sp = tg == "-" || sc <= 0 ? "-" : sprintf("%.0fx", tg / sc)
     st = tg == "-" || rd + sc <= 0 ? "-" : sprintf("%.0fx", tg / (rd + sc))
-    printf "%-44s %6d %8.2f %8.2f %9.2f %8d %8s %6s %9s %8s %8s\n", n, u, rd, sc, mups, ar / 1024, rss, xf, tg, sp, st
+    printf "%-44s %6d %8.2f %8.2f %9.2f %8d %6s %8s %6s %9s %8s %8s\n", n, u, rd, sc, mups, ar / 1024, xa, rss, xf, tg, sp, st
   }'
 done
 exit $status
