@@ -107,6 +107,10 @@ static void add_item(PtrVec *items, UOp *k, UOp *ast, int nbufs, SchedBuf *bufs,
 
 /* create_schedule: kernelize sink, then create_schedule_with_vars' BFS order, one item per shard */
 Schedule *create_schedule(UOp *sink) {
+  /* the passes make several nodes per node they read: size the intern table for that once (a big
+   * graph's table grows as it needs, so no more than 256K entries ahead) */
+  size_t n = uctx->uops.n, more = n * 7 < ((size_t)1 << 18) ? n * 7 : (size_t)1 << 18;
+  iset_reserve(&uctx->uops, n + more);
   Schedule *S = arena_alloc(ga(), sizeof *S);
   S->kernelize_map = get_kernelize_map(sink);
   /* the sink tensor.py builds after kernelize: the mapped uop of every source */

@@ -305,4 +305,5 @@ void iset_add(ISet *s, uint64_t h, void *p) {
   s->slots[i] = (ISlot){h, p};
   s->n++;
 }
+void iset_reserve(ISet *s, size_t n) { while (n * 2 > s->cap) iset_grow(s); }
 void iset_free(ISet *s) { free(s->slots); s->slots = NULL; s->cap = s->n = 0; }

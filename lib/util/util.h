@@ -61,6 +61,7 @@ typedef bool (*IEq)(const void *stored, const void *probe);
 void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe); /* NULL when absent */
 void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backed; iset_free */
 void iset_free(ISet *s);
+void iset_reserve(ISet *s, size_t n);                             /* room for n entries without growing */
 
 static inline uint64_t hash_mix(uint64_t h, uint64_t x) {
   x *= 0x9E3779B97F4A7C15ull; x ^= x >> 32;
