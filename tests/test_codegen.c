@@ -585,6 +585,79 @@ static int render_one(const char *path, const char *label, const char *out) {
   return res;
 }
 
+/* random opt lists (tinygrad's BEAM actions: UPCAST, UNROLL, PADTO; on OpenCL also LOCAL, GROUP,
+ * GROUPTOP, NOLOCALS) on every 7th corpus file's kernels, grown as BEAM grows them and each lowered
+ * and rendered: a list either applies or is refused as bad input (KernelOptError, exit 3), never
+ * an internal error */
+static uint64_t rnd_state = 0x9e3779b97f4a7c15ull;
+static unsigned rnd(unsigned n) { rnd_state ^= rnd_state << 13; rnd_state ^= rnd_state >> 7; rnd_state ^= rnd_state << 17; return (unsigned)(rnd_state % n); }
+static KOpt random_opt(bool gpu) {
+  static const int up[] = {0, 2, 3, 4, 5, 7}, un[] = {0, 4, 7}, pad[] = {8, 16, 32}, loc[] = {2, 4, 8, 16}, grp[] = {0, 4, 8, 16};
+  switch (rnd(gpu ? 7 : 3)) {
+  case 0: return (KOpt){KOPT_UPCAST, (int)rnd(8), up[rnd(6)]};
+  case 1: return (KOpt){KOPT_UNROLL, (int)rnd(5), un[rnd(3)]};
+  case 2: return (KOpt){KOPT_PADTO, (int)rnd(7), pad[rnd(3)]};
+  case 3: return (KOpt){KOPT_LOCAL, (int)rnd(6), loc[rnd(4)]};
+  case 4: return (KOpt){KOPT_GROUPTOP, (int)rnd(3), loc[rnd(4)]};
+  case 5: return (KOpt){KOPT_GROUP, (int)rnd(3), grp[rnd(4)]};
+  default: return (KOpt){KOPT_NOLOCALS, 0, 0};
+  }
+}
+/* lower and render ast with cfg: 1 applied (*npad: its PADTOs), 0 refused (tg_last_error says why) */
+static int try_opts(UOp *ast, const KOptCfg *cfg, bool gpu, int *npad) {
+  TgTry t;
+  if (!TG_TRY(t)) return 0;
+  const Program *p = lower_kernel_for(ast, NULL, cfg, gpu ? &ktarget_opencl : &ktarget_c);
+  render_function(ga(), p, gpu ? &render_opencl : &render_c);
+  tg_try_end(&t);
+  *npad = 0;
+  for (int q = 0; q < p->nopts; q++) *npad += p->opts[q].op == KOPT_PADTO;
+  return 1;
+}
+Test(codegen, random_opts_apply_or_refuse, .timeout = 900) {
+  int files = 0, tried = 0, applied = 0, padded = 0;
+  const char *subs[] = {"schedule", "numeric"};
+  for (int s = 0; s < 2; s++) {
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s/%s", oracle(), subs[s]);
+    DIR *d = opendir(sub);
+    cr_assert(d != NULL, "no corpus at %s", sub);
+    struct dirent *e;
+    for (int i = 0; (e = readdir(d)); i++) {
+      size_t l = strlen(e->d_name);
+      if (l < 12 || strcmp(e->d_name + l - 12, ".expect.json") != 0 || i % 7) continue;
+      char path[2048];
+      snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+      files++;
+      UCtx *c = uop_ctx_new();
+      Expect *x = expect_read_file(path);
+      for (int k = 0; k < x->nitems; k++) {
+        if (strcmp(x->items[k].op, "SINK") != 0) continue;
+        /* as BEAM grows its lists: an action is kept when the list with it still applies */
+        for (int trial = 0; trial < 3; trial++) {
+          bool gpu = trial == 2;
+          KOptCfg cfg = {KOPT_LIST, 0, {{0}}, 0};
+          int np = 0;
+          for (int step = 0; step < 4; step++)
+            for (int attempt = 0; attempt < 12; attempt++) {
+              KOptCfg next = cfg;
+              next.v[next.n++] = random_opt(gpu);
+              tried++;
+              if (try_opts(x->items[k].ast, &next, gpu, &np)) { cfg = next; applied++; break; }
+              cr_expect_eq(tg_last_error.code, TG_EINPUT, "%s kernel %d, %s: %s", e->d_name, k, kopt_format(ga(), next.n, next.v), tg_last_error.msg);
+            }
+          padded += np;
+        }
+      }
+      uop_ctx_free(c);
+    }
+    closedir(d);
+  }
+  fprintf(stderr, "random opts: %d files, %d lists tried, %d applied (%d PADTOs in the final lists)\n", files, tried, applied, padded);
+  cr_expect_gt(applied, 2000, "only %d opts applied", applied);
+  cr_expect_gt(padded, 100);
+}
+
 Test(codegen, corpus_renders_and_compiles, .timeout = 900) {
   char tmpl[] = "/tmp/tgc_codegen_XXXXXX";
   char *dir = mkdtemp(tmpl);
