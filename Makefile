@@ -5,6 +5,7 @@
 #   make conformance  the scoreboard over ../shared/oracle
 #   make randcheck    tgc against tinygrad on seeded random programs (tools/randgraph.py; RAND_SEEDS=A:B)
 #   make bench        scheduling speed over the largest corpus graphs
+#   make opts-sweep   random opt lists (PADTO included) on the numeric corpus against tinygrad's values
 #   make fuzz         libFuzzer on the graph reader and scheduler (FUZZ_SECONDS=N; FUZZ_TARGET=codegen adds codegen)
 CC      ?= cc
 BUILD   ?= build
@@ -21,7 +22,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all debug test test-asan unit cli-test conformance randcheck pytest bench bench-kernels scale leak fuzz clean
+.PHONY: all debug test test-asan unit cli-test conformance randcheck pytest bench bench-kernels opts-sweep scale leak fuzz clean
 all: $(BUILD)/tgc $(BUILD)/libtgc.a
 
 $(BUILD)/%.o: %.c
@@ -117,6 +118,11 @@ bench-kernels: $(BUILD)/tgc
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python3 tools/kbench.py --tgc $(BUILD)/tgc $(KBENCH_ARGS)
 
 # million-uop generated graphs: time, peak RSS, kernel counts (tests/scale.sh)
+# random opt lists (UPCAST, UNROLL, PADTO) on the numeric corpus, each checked against tinygrad's values
+OPTS_SEEDS ?= 12
+opts-sweep: $(BUILD)/tgc
+	ORACLE=$(ORACLE) python3 tests/opts_sweep.py $(BUILD)/tgc cpu $(OPTS_SEEDS)
+
 scale: $(BUILD)/tgc $(BUILD)/bench
 	BUILD=$(BUILD) TGC=$(BUILD)/tgc BENCH=$(BUILD)/bench sh tests/scale.sh
 
