@@ -291,6 +291,17 @@ Test(codegen, no_fission_shared_loads) {
 }
 
 /* opts lowering path's kernels refuse with TG_EINPUT naming reason */
+/* path's kernels lowered with opts (the test stops when they do not lower), in a new context the
+ * caller frees; the process-wide opts stay opts until the caller puts the heuristic back */
+static UCtx *lower_with_ok(const char *path, const char *opts, const Program **ps, int cap) {
+  KOptCfg cfg;
+  char why[256];
+  cr_assert(kopt_parse(opts, &cfg, why, sizeof why), "%s: %s", opts, why);
+  lower_opt_config(&cfg);
+  UCtx *c = uop_ctx_new();
+  lower_ok(path, ps, cap);
+  return c;
+}
 static void expect_refused(const char *path, const char *opts, const char *reason) {
   KOptCfg cfg;
   char why[256];
@@ -374,11 +385,8 @@ Test(codegen, opts_by_hand) {
   const char *gpu_only[][2] = {{"LOCAL:0:4", "target does not support local"}, {"GROUPTOP:0:16", "target does not support local or shared mem"},
                                {"NOLOCALS", "NOLOCALS is meaningless"}, {"SWAP:0:1", "swap is for globals"}};
   for (size_t i = 0; i < sizeof gpu_only / sizeof *gpu_only; i++) expect_refused(path, gpu_only[i][0], gpu_only[i][1]);
-  cr_assert(kopt_parse("UPCAST:0:2,UNROLL:0:32", &cfg, why, sizeof why));
-  lower_opt_config(&cfg);
-  UCtx *c = uop_ctx_new();
   const Program *ps[4];
-  lower_ok(path, ps, 4);
+  UCtx *c = lower_with_ok(path, "UPCAST:0:2,UNROLL:0:32", ps, 4);
   int accs = 0, loops = 0;
   int64_t last = 0;
   for (int i = 0; i < ps[0]->ninst; i++) {
@@ -408,11 +416,8 @@ Test(codegen, padto) {
     uop_ctx_free(c);
   }
   /* the reduce axis 53 -> 64: a loop of 64 whose two loads are masked by ridx < 53; the store is not */
-  cr_assert(kopt_parse("PADTO:2:32", &cfg, why, sizeof why));
-  lower_opt_config(&cfg);
-  UCtx *c = uop_ctx_new();
   const Program *ps[4];
-  lower_ok(odd, ps, 4);
+  UCtx *c = lower_with_ok(odd, "PADTO:2:32", ps, 4);
   int masked_loads = 0, masked_stores = 0;
   bool loop64 = false;
   for (int i = 0; i < ps[0]->ninst; i++) {
@@ -426,10 +431,7 @@ Test(codegen, padto) {
   cr_expect_eq(masked_stores, 0);
   uop_ctx_free(c);
   /* an output axis 29 -> 32, then upcast by 4: the store is masked too */
-  cr_assert(kopt_parse("PADTO:1:32,UPCAST:1:4", &cfg, why, sizeof why));
-  lower_opt_config(&cfg);
-  c = uop_ctx_new();
-  lower_ok(odd, ps, 4);
+  c = lower_with_ok(odd, "PADTO:1:32,UPCAST:1:4", ps, 4);
   masked_stores = 0;
   for (int i = 0; i < ps[0]->ninst; i++) masked_stores += ps[0]->inst[i].kind == LK_STORE && ps[0]->inst[i].u->src[0]->nsrc == 3;
   cr_expect_eq(masked_stores, 3, "the first of the four (4r < 29 for r < 8) is never past the end");
@@ -585,6 +587,31 @@ static int render_one(const char *path, const char *label, const char *out) {
   return res;
 }
 
+/* fn(path, name, ctx) for every expect file of the corpus (schedule/, then numeric/), every every-th
+ * directory entry; the count of files */
+typedef void (*ExpectFn)(const char *path, const char *name, void *ctx);
+static int each_expect_file(int every, ExpectFn fn, void *ctx) {
+  int files = 0;
+  const char *subs[] = {"schedule", "numeric"};
+  for (int s = 0; s < 2; s++) {
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s/%s", oracle(), subs[s]);
+    DIR *d = opendir(sub);
+    cr_assert(d != NULL, "no corpus at %s", sub);
+    struct dirent *e;
+    for (int i = 0; (e = readdir(d)); i++) {
+      size_t l = strlen(e->d_name);
+      if (l < 12 || strcmp(e->d_name + l - 12, ".expect.json") != 0 || i % every) continue;
+      char path[2048];
+      snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+      files++;
+      fn(path, e->d_name, ctx);
+    }
+    closedir(d);
+  }
+  return files;
+}
+
 /* random opt lists (tinygrad's BEAM actions: UPCAST, UNROLL, PADTO; on OpenCL also LOCAL, GROUP,
  * GROUPTOP, NOLOCALS) on every 7th corpus file's kernels, grown as BEAM grows them and each lowered
  * and rendered: a list either applies or is refused as bad input (KernelOptError, exit 3), never
@@ -614,76 +641,54 @@ static int try_opts(UOp *ast, const KOptCfg *cfg, bool gpu, int *npad) {
   for (int q = 0; q < p->nopts; q++) *npad += p->opts[q].op == KOPT_PADTO;
   return 1;
 }
-Test(codegen, random_opts_apply_or_refuse, .timeout = 900) {
-  int files = 0, tried = 0, applied = 0, padded = 0;
-  const char *subs[] = {"schedule", "numeric"};
-  for (int s = 0; s < 2; s++) {
-    char sub[1024];
-    snprintf(sub, sizeof sub, "%s/%s", oracle(), subs[s]);
-    DIR *d = opendir(sub);
-    cr_assert(d != NULL, "no corpus at %s", sub);
-    struct dirent *e;
-    for (int i = 0; (e = readdir(d)); i++) {
-      size_t l = strlen(e->d_name);
-      if (l < 12 || strcmp(e->d_name + l - 12, ".expect.json") != 0 || i % 7) continue;
-      char path[2048];
-      snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
-      files++;
-      UCtx *c = uop_ctx_new();
-      Expect *x = expect_read_file(path);
-      for (int k = 0; k < x->nitems; k++) {
-        if (strcmp(x->items[k].op, "SINK") != 0) continue;
-        /* as BEAM grows its lists: an action is kept when the list with it still applies */
-        for (int trial = 0; trial < 3; trial++) {
-          bool gpu = trial == 2;
-          KOptCfg cfg = {KOPT_LIST, 0, {{0}}, 0};
-          int np = 0;
-          for (int step = 0; step < 4; step++)
-            for (int attempt = 0; attempt < 12; attempt++) {
-              KOptCfg next = cfg;
-              next.v[next.n++] = random_opt(gpu);
-              tried++;
-              if (try_opts(x->items[k].ast, &next, gpu, &np)) { cfg = next; applied++; break; }
-              cr_expect_eq(tg_last_error.code, TG_EINPUT, "%s kernel %d, %s: %s", e->d_name, k, kopt_format(ga(), next.n, next.v), tg_last_error.msg);
-            }
-          padded += np;
+typedef struct RandomOpts { int tried, applied, padded; } RandomOpts;
+static void random_opts_file(const char *path, const char *name, void *ctx) {
+  RandomOpts *ro = ctx;
+  UCtx *c = uop_ctx_new();
+  Expect *x = expect_read_file(path);
+  for (int k = 0; k < x->nitems; k++) {
+    if (strcmp(x->items[k].op, "SINK") != 0) continue;
+    /* as BEAM grows its lists: an action is kept when the list with it still applies */
+    for (int trial = 0; trial < 3; trial++) {
+      bool gpu = trial == 2;
+      KOptCfg cfg = {KOPT_LIST, 0, {{0}}, 0};
+      int np = 0;
+      for (int step = 0; step < 4; step++)
+        for (int attempt = 0; attempt < 12; attempt++) {
+          KOptCfg next = cfg;
+          next.v[next.n++] = random_opt(gpu);
+          ro->tried++;
+          if (try_opts(x->items[k].ast, &next, gpu, &np)) { cfg = next; ro->applied++; break; }
+          cr_expect_eq(tg_last_error.code, TG_EINPUT, "%s kernel %d, %s: %s", name, k, kopt_format(ga(), next.n, next.v), tg_last_error.msg);
         }
-      }
-      uop_ctx_free(c);
+      ro->padded += np;
     }
-    closedir(d);
   }
-  fprintf(stderr, "random opts: %d files, %d lists tried, %d applied (%d PADTOs in the final lists)\n", files, tried, applied, padded);
-  cr_expect_gt(applied, 2000, "only %d opts applied", applied);
-  cr_expect_gt(padded, 100);
+  uop_ctx_free(c);
+}
+Test(codegen, random_opts_apply_or_refuse, .timeout = 900) {
+  RandomOpts ro = {0, 0, 0};
+  int files = each_expect_file(7, random_opts_file, &ro);
+  fprintf(stderr, "random opts: %d files, %d lists tried, %d applied (%d PADTOs in the final lists)\n", files, ro.tried, ro.applied, ro.padded);
+  cr_expect_gt(ro.applied, 2000, "only %d opts applied", ro.applied);
+  cr_expect_gt(ro.padded, 100);
 }
 
+typedef struct CorpusRender { const char *dir; int n, lowered, kernels, failed; } CorpusRender;
+static void corpus_render_file(const char *path, const char *name, void *ctx) {
+  CorpusRender *cr = ctx;
+  char out[2048];
+  snprintf(out, sizeof out, "%s/k%05d.c", cr->dir, ++cr->n);
+  int n = render_one(path, name, out);
+  if (n >= 0) { cr->kernels += n; cr->lowered++; }
+  else if (++cr->failed < 10) cr_log_warn("%s: %s", name, tg_last_error.msg);
+}
 Test(codegen, corpus_renders_and_compiles, .timeout = 900) {
   char tmpl[] = "/tmp/tgc_codegen_XXXXXX";
   char *dir = mkdtemp(tmpl);
   cr_assert(dir != NULL);
-  int files = 0, lowered = 0, kernels = 0, failed = 0;
-  const char *subs[] = {"schedule", "numeric"};
-  for (int s = 0; s < 2; s++) {
-    char sub[1024];
-    snprintf(sub, sizeof sub, "%s/%s", oracle(), subs[s]);
-    DIR *d = opendir(sub);
-    cr_assert(d != NULL, "no corpus at %s", sub);
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      size_t l = strlen(e->d_name);
-      if (l < 12 || strcmp(e->d_name + l - 12, ".expect.json") != 0) continue;
-      char path[2048];
-      snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
-      files++;
-      char out[2048];
-      snprintf(out, sizeof out, "%s/k%05d.c", dir, files);
-      int n = render_one(path, e->d_name, out);
-      if (n >= 0) { kernels += n; lowered++; }
-      else if (++failed < 10) cr_log_warn("%s: %s", e->d_name, tg_last_error.msg);
-    }
-    closedir(d);
-  }
+  CorpusRender cr = {dir, 0, 0, 0, 0};
+  int files = each_expect_file(1, corpus_render_file, &cr), lowered = cr.lowered, kernels = cr.kernels, failed = cr.failed;
   /* syntax-check in parallel; the list of files that fail goes to bad.txt */
   char cmd[2048];
   snprintf(cmd, sizeof cmd,
