@@ -129,7 +129,7 @@ static bool key_padded(const UOp *k) { return k->arg->kind == V_STR && strcmp(k-
 static int key_n(const UOp *k) { return key_padded(k) ? k->nsrc - 1 : k->nsrc; }
 static UOp *key_pv(const UOp *k) { return key_padded(k) ? k->src[k->nsrc - 1] : NULL; }
 static UOp *pad_and(UOp *pv, UOp *cond) { return pv ? u_and(pv, cond) : cond; }
-static UOp *valid_and(UOp *valid, UOp *pv) { return !pv ? valid : valid->op == OP_CONST && valid->arg->kind == V_BOOL && valid->arg->b ? pv : u_and(valid, pv); }
+static UOp *valid_and(UOp *valid, UOp *pv) { return !pv ? valid : is_true(valid) ? pv : u_and(valid, pv); }
 static UOp *memo_key(UOp *node, UOp *ikey) { return uop2(OP_NOOP, dt_void, node, ikey, v_str("tgc.lower")); }
 
 /* tinygrad's unravel(shape, offset): ((offset // acc) % d) per axis, simplified */
@@ -243,7 +243,7 @@ static Sint padded(LCtx *c, int f, Sint n) {
 /* pv and also index ix below end n */
 static UOp *below(UOp *pv, UOp *ix, int64_t n) {
   UOp *cond = u_simplify(u_lti(ix, n));
-  return cond->op == OP_CONST && cond->arg->kind == V_BOOL && cond->arg->b ? pv : pad_and(pv, cond);
+  return is_true(cond) ? pv : pad_and(pv, cond);
 }
 /* the pad mask pv and also index ix below the old end n of axis f, when f is padded */
 static UOp *pad_cond(LCtx *c, UOp *pv, int f, Sint n, UOp *ix) { return si_eq(padded(c, f, n), n) ? pv : below(pv, ix, n.c); }
