@@ -1,6 +1,6 @@
 /* opt.c: tinygrad 0.11.0's kernel opts (codegen/opt/kernel.py apply_opt and shift_to: UPCAST,
- * UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS, SWAP, with its KernelOptError checks) and its
- * hand_coded_optimizations (codegen/opt/heuristic.py), and PADTO, for a target without local memory (the C
+ * UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS, SWAP, PADTO, with its KernelOptError checks) and its
+ * hand_coded_optimizations (codegen/opt/heuristic.py), for a target without local memory (the C
  * backend) or with it (OpenCL, CUDA: KTarget), on a model of the Kernel's axes (KAxes: after
  * simplify_ones + simplify_merge_adjacent).
  *
@@ -50,8 +50,7 @@ static void model_init(Arena *a, const KAxes *k, const KTarget *tg, Model *m) {
   m->n = k->n; m->cap = k->n + KOPT_MAX + 1; m->nst = k->nst; m->nsplit = 0;
   m->tg = tg; m->red_itemsize = k->red_itemsize; m->parallel_reduces = k->parallel_reduces; m->nolocals = false;
   m->k = k;
-  m->padto = arena_alloc(a, sizeof(int64_t) * (size_t)(k->n + 1));
-  memset(m->padto, 0, sizeof(int64_t) * (size_t)(k->n + 1));
+  m->padto = arena_alloc(a, sizeof(int64_t) * (size_t)(k->n + 1));   /* zeroed */
   m->ax = arena_alloc(a, sizeof(MAxis) * (size_t)m->cap);
   m->st = arena_alloc(a, sizeof(KStAx *) * (size_t)m->nst);
   m->tmp = arena_alloc(a, sizeof(KStAx) * (size_t)(m->nst + 1));
