@@ -587,9 +587,10 @@ static int render_one(const char *path, const char *label, const char *out) {
   return res;
 }
 
-/* fn(path, name, ctx) for every expect file of the corpus (schedule/, then numeric/), every every-th
- * directory entry; the count of files */
+/* fn(path, name, ctx) for every every-th expect file of the corpus, by name (schedule/, then
+ * numeric/): the same files in the same order on every machine; the count of files */
 typedef void (*ExpectFn)(const char *path, const char *name, void *ctx);
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 static int each_expect_file(int every, ExpectFn fn, void *ctx) {
   int files = 0;
   const char *subs[] = {"schedule", "numeric"};
@@ -598,16 +599,27 @@ static int each_expect_file(int every, ExpectFn fn, void *ctx) {
     snprintf(sub, sizeof sub, "%s/%s", oracle(), subs[s]);
     DIR *d = opendir(sub);
     cr_assert(d != NULL, "no corpus at %s", sub);
+    int n = 0, cap = 1024;
+    char **names = malloc(sizeof(char *) * (size_t)cap);
     struct dirent *e;
-    for (int i = 0; (e = readdir(d)); i++) {
+    while ((e = readdir(d))) {
       size_t l = strlen(e->d_name);
-      if (l < 12 || strcmp(e->d_name + l - 12, ".expect.json") != 0 || i % every) continue;
-      char path[2048];
-      snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
-      files++;
-      fn(path, e->d_name, ctx);
+      if (l < 12 || strcmp(e->d_name + l - 12, ".expect.json") != 0) continue;
+      if (n == cap) names = realloc(names, sizeof(char *) * (size_t)(cap *= 2));
+      names[n++] = strdup(e->d_name);
     }
     closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    for (int i = 0; i < n; i++) {
+      if (i % every == 0) {
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", sub, names[i]);
+        files++;
+        fn(path, names[i], ctx);
+      }
+      free(names[i]);
+    }
+    free(names);
   }
   return files;
 }
