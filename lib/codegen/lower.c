@@ -1100,19 +1100,19 @@ static bool is_load(UOp *u) { return u->op == OP_LOAD || (u->op == OP_VIEW && u-
  * and what tgc's CPU step reads of the kernel's ops */
 static void reduce_facts(LCtx *c, UList topo, KAxes *k) {
   k->red_itemsize = 0; k->parallel_reduces = false; k->mv0 = k->mv1 = -1; k->transcendental = false; k->red_fsum = false;
-  k->has_vars = false; k->pad_safe = true;
+  k->has_vars = false;
+  bool all_sums = true;
+  PtrVec reds;
+  vec_init(&reds, c->a);
   for (int i = 0; i < topo.n; i++) {
     UOp *u = topo.v[i];
     Op op = (Op)u->op;
     k->transcendental |= op == OP_EXP2 || op == OP_LOG2 || op == OP_SIN || op == OP_POW;
     k->has_vars |= op == OP_DEFINE_VAR;
-    /* can_pad(r, {}) for every reduce r: a sum of ops that keep zeros zero (UnsafePad: f(0) != 0) */
-    if (op == OP_REDUCE_AXIS && k->pad_safe) {
-      k->pad_safe = u->arg->items[0]->op == OP_ADD;
-      UList in = uop_toposort(u, NULL, NULL);
-      for (int q = 0; q < in.n && k->pad_safe; q++) k->pad_safe = !op_in((Op)in.v[q]->op, G_UNSAFEPAD);
-    }
+    if (op == OP_REDUCE_AXIS) { vec_push(&reds, u); all_sums &= u->arg->items[0]->op == OP_ADD; }
   }
+  /* can_pad(r, {}) for every reduce r, in one walk: sums of ops that keep zeros zero */
+  k->pad_safe = all_sums && uop_can_pad(reds.n, (UOp *const *)reds.v, NULL);
   UOp *first = NULL;
   for (int i = 0; i < topo.n && !first; i++) if (topo.v[i]->op == OP_REDUCE_AXIS) first = topo.v[i];
   /* tinygrad reads axis_arg in the full shape its view rewrites give every reduce: here, the full
@@ -1454,8 +1454,8 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
   int *fac = NULL, *grp = NULL, nopt = choose_opts(&c, ast, &kx, cfg, tg, opts, &fac, &grp, &pc);
   bool threads = false;
   /* PADTO: the opts lower the padded kernel */
-  int64_t *fto = arena_alloc(a, sizeof(int64_t) * (size_t)(kx.nf + 1));
-  if (!nopt || !kopt_pads(a, &kx, tg, nopt, opts, fto)) fto = NULL;
+  int64_t *fto = nopt ? arena_alloc(a, sizeof(int64_t) * (size_t)(kx.nf + 1)) : NULL;
+  if (fto && !kopt_pads(a, &kx, tg, nopt, opts, fto)) fto = NULL;
   if (nopt) {
     LCtx c2;
     int nst2;

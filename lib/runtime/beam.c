@@ -4,8 +4,8 @@
  * The beam starts as the kernel without opts. Each step extends every kernel in the beam by every
  * action (UPCAST of axis 0..7 by 0,2,3,4,5,7, UNROLL of axis 0..4 by 0,4,7 and PADTO of axis 0..6
  * to 32: tinygrad's list without the local-memory, tensor-core and SWAP actions a CPU target
- * refuses or tgc does not port), drops the lists that do not apply (KernelOptError) or upcast more than 256 values
- * (BEAM_UPCAST_MAX), lowers and renders the rest, skips sources already timed, compiles each one
+ * refuses or tgc does not port), drops the lists that do not apply (KernelOptError) or upcast
+ * more than 256 values (BEAM_UPCAST_MAX), lowers and renders the rest, skips sources already timed, compiles each one
  * (rt_compile: the same compiler, flags and threads as the run) and times it on scratch buffers:
  * three runs, the fastest counts, stopping early at three times the beam's best. The `amt`
  * fastest become the next beam; the search ends when a step improves nothing.

@@ -63,16 +63,6 @@ static SchedWhyCode why_of_op(Op op) {
   }
 }
 
-/* can_pad (uop/ops.py): no unsafe-pad op between root and the realized edges */
-static bool gate_not_in_edges(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
-bool can_pad(UOp *root, const UMap *edges) {
-  ArenaMark mk = arena_mark(&uctx->scratch);
-  UList t = uop_toposort_in(&uctx->scratch, root, gate_not_in_edges, (void *)edges);
-  bool ok = true;
-  for (int i = 0; i < t.n && ok; i++) if (op_in((Op)t.v[i]->op, G_UNSAFEPAD)) ok = false;
-  arena_pop(&uctx->scratch, mk);
-  return ok;
-}
 
 /* ---- do_realize ---- */
 static UOp *rw_realize_sink_parents(const Match *m, void *ctx) {
@@ -101,7 +91,7 @@ static UOp *rw_realize_before_view(const Match *m, void *ctx) {
   bool masked = false;
   for (int i = 0; i < st->nviews; i++) if (st->views[i]->mask) masked = true;
   // always realize unsafe pad ops before masked view
-  if (masked && !can_pad(tr, ctx)) { uset_add(ctx, tr); sched_why_note(tr, WHY_UNSAFE_PAD); return NULL; }
+  if (masked && !uop_can_pad(1, &tr, ctx)) { uset_add(ctx, tr); sched_why_note(tr, WHY_UNSAFE_PAD); return NULL; }
   SList trs = u_shape(tr);
   // fold simple pads
   const View *last = st->views[st->nviews - 1];

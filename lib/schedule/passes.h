@@ -31,7 +31,6 @@ void swizzler_init(void);
 
 /* grouper.c: the realize map (ordered set of UOps) */
 UMap group_realizes(UOp *sink);
-bool can_pad(UOp *root, const UMap *edges);
 
 /* spec.c */
 void spec_init(void);

@@ -220,3 +220,13 @@ void uop_walk(UOp *root, UGate gate, void *gctx) {
   arena_pop(&uctx->scratch, mk);
 }
 UList uop_toposort(UOp *root, UGate gate, void *gctx) { return uop_toposort_many(1, &root, gate, gctx); }
+
+static bool gate_not_in_edges(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
+bool uop_can_pad(int n, UOp *const *roots, const UMap *edges) {
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  UList t = toposort_impl(&uctx->scratch, n, roots, edges ? gate_not_in_edges : NULL, (void *)edges);
+  bool ok = true;
+  for (int i = 0; i < t.n && ok; i++) if (op_in((Op)t.v[i]->op, G_UNSAFEPAD)) ok = false;
+  arena_pop(&uctx->scratch, mk);
+  return ok;
+}

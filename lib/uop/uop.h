@@ -194,6 +194,10 @@ static inline bool umap_has(const UMap *m, const UOp *k) { return map_has(m, k, 
 static inline void umap_put(UMap *m, UOp *k, void *v) { map_put(m, k, uop_h(k), v); }
 static inline bool umap_del(UMap *m, const UOp *k) { return map_del(m, k, uop_h(k)); }
 
+/* tinygrad's can_pad (uop/ops.py) over the graphs of roots[0..n) at once: no UnsafePad op (one
+ * with f(0) != 0) in them, not looking below the nodes in edges (NULL: none) */
+bool uop_can_pad(int n, UOp *const *roots, const UMap *edges);
+
 /* ---- the compile context: arenas, intern tables, counters, options ---- */
 typedef struct Options {
   int fuse_arange, fuse_conv_bw, split_reduceop, dont_realize_expand, dont_group_reduces;

@@ -286,8 +286,8 @@ void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe) {
   }
   return NULL;
 }
-static void iset_grow(ISet *s) {
-  size_t nc = s->cap ? s->cap * 2 : 1024;
+/* the table rehashed into nc slots (a power of two) */
+static void iset_rehash(ISet *s, size_t nc) {
   ISlot *ns = calloc(nc, sizeof *ns);
   if (!ns) tg_fail(TG_EINTERNAL, "out of memory growing intern table");
   for (size_t i = 0; i < s->cap; i++) if (s->slots[i].p) {
@@ -298,6 +298,7 @@ static void iset_grow(ISet *s) {
   free(s->slots);
   s->slots = ns; s->cap = nc;
 }
+static void iset_grow(ISet *s) { iset_rehash(s, s->cap ? s->cap * 2 : 1024); }
 void iset_add(ISet *s, uint64_t h, void *p) {
   if ((s->n + 1) * 2 > s->cap) iset_grow(s);
   size_t m = s->cap - 1, i = h & m;
@@ -305,5 +306,9 @@ void iset_add(ISet *s, uint64_t h, void *p) {
   s->slots[i] = (ISlot){h, p};
   s->n++;
 }
-void iset_reserve(ISet *s, size_t n) { while (n * 2 > s->cap) iset_grow(s); }
+void iset_reserve(ISet *s, size_t n) {
+  size_t nc = s->cap ? s->cap : 1024;
+  while (n * 2 > nc) nc *= 2;
+  if (nc != s->cap) iset_rehash(s, nc);
+}
 void iset_free(ISet *s) { free(s->slots); s->slots = NULL; s->cap = s->n = 0; }
