@@ -272,7 +272,7 @@ Test(io, base64_round_trip) {
 static bool try_npy(const char *p) { /* true when npy_read failed (message in errbuf) */
   const DType *dt;
   int nd;
-  int64_t sh[8];
+  int64_t sh[TG_MAX_DIMS];
   size_t nb;
   TgTry t;
   if (TG_TRY(t)) { npy_read(ga(), p, &dt, &nd, sh, &nb); tg_try_end(&t); return false; }
@@ -296,7 +296,7 @@ Test(io, npy_round_trip_and_numpy_header) {
   cr_assert_eq(raw[126], ' ');
   const DType *dt;
   int nd;
-  int64_t sh[8];
+  int64_t sh[TG_MAX_DIMS];
   size_t nb;
   float *back = npy_read(ga(), p, &dt, &nd, sh, &nb);
   cr_assert_eq(dt, dt_float);
@@ -316,6 +316,33 @@ Test(io, npy_round_trip_and_numpy_header) {
   cr_assert(write_file_atomic(p, raw, n - 1));
   cr_assert(try_npy(p));
   cr_assert(strstr(errbuf, ".npy holds 7 data bytes, its shape needs 8"), "%s", errbuf);
+  /* tinygrad's tensors have no dims limit: 12 dims round-trip, numpy 2's 64 do, 65 are refused */
+  int64_t wide[TG_MAX_DIMS + 1];
+  for (int i = 0; i <= TG_MAX_DIMS; i++) wide[i] = i % 5 == 0 ? 2 : 1;   /* 8 elements in 12 dims, 8192 in 64 */
+  static float big[1 << 13];
+  cr_assert(npy_write(p, dt_float, 12, wide, big, 8 * sizeof(float)));
+  cr_assert(!try_npy(p), "%s", errbuf);
+  npy_read(ga(), p, &dt, &nd, sh, &nb);
+  cr_assert_eq(nd, 12);
+  cr_assert(sh[0] == 2 && sh[1] == 1 && sh[10] == 2 && sh[11] == 1);
+  cr_assert_eq(nb, 8 * sizeof(float));
+  cr_assert(npy_write(p, dt_float, TG_MAX_DIMS, wide, big, sizeof big));
+  cr_assert(!try_npy(p), "%s", errbuf);
+  cr_assert(!npy_write(p, dt_float, TG_MAX_DIMS + 1, wide, big, sizeof big));
+  /* a file with one more dim of 1, as numpy 2 could not write but a hand could */
+  raw = read_file(ga(), p, &n);
+  char *q = strstr(raw + 10, "), }");
+  cr_assert(q);
+  char *text = arena_printf(ga(), "%.*s, 1%s", (int)(q - (raw + 10)), raw + 10, q);
+  size_t tl = strlen(text);
+  char *file = arena_alloc(ga(), 10 + tl + sizeof big);
+  memcpy(file, "\x93NUMPY\x01\x00", 8);
+  file[8] = (char)(tl & 0xff), file[9] = (char)(tl >> 8);
+  memcpy(file + 10, text, tl);
+  memcpy(file + 10 + tl, big, sizeof big);
+  cr_assert(write_file_atomic(p, file, 10 + tl + sizeof big));
+  cr_assert(try_npy(p));
+  cr_assert(strstr(errbuf, ".npy array of more than 64 dims"), "%s", errbuf);
   unlink(p);
   rmdir(dir);
 }
@@ -433,6 +460,19 @@ Test(io, expect_file_reads) {
   size_t cnt = 1;
   for (int i = 0; i < x->outputs[0].ndim; i++) cnt *= (size_t)x->outputs[0].shape[i];
   cr_assert_eq(x->outputs[0].nbytes, cnt * (size_t)x->outputs[0].dtype->itemsize);
+  /* an output of 10 dims (tinygrad's fancy indexing tests make them) */
+  char dir[] = "/tmp/tgc-io-XXXXXX";
+  cr_assert(mkdtemp(dir));
+  snprintf(p, sizeof p, "%s/w.expect.json", dir);
+  const char *doc = "{\"format\":\"tgc.expect\",\"version\":1,\"producer\":\"tinygrad 0.11.0\",\"kernels\":0,\"schedule\":[],\"uops\":[],"
+                    "\"outputs\":[{\"index\":0,\"dtype\":\"float\",\"shape\":[1,1,1,1,1,1,1,1,1,2],\"encoding\":\"base64\",\"bytes\":\"AAAAAAAAAAA=\"}]}";
+  cr_assert(write_file_atomic(p, doc, strlen(doc)));
+  x = try_expect(p);
+  cr_assert(x, "%s", errbuf);
+  cr_assert_eq(x->outputs[0].ndim, 10);
+  cr_assert(x->outputs[0].shape[8] == 1 && x->outputs[0].shape[9] == 2);
+  unlink(p);
+  rmdir(dir);
 }
 
 /* ---- a deep chain never reaches the C stack ---- */

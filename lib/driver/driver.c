@@ -50,7 +50,7 @@ void driver_set_inputs(Graph *g, int n, const DriverInput *in) {
     UOp *b = g->rows[r];
     const DType *dt;
     int ndim;
-    int64_t shape[32];
+    int64_t shape[TG_MAX_DIMS];
     size_t nbytes;
     void *data = npy_read(ga(), in[i].path, &dt, &ndim, shape, &nbytes);
     const DType *want = dt_base(b->dtype);
@@ -178,7 +178,7 @@ static int64_t vv_eval(Sint x, const VarVals *vv) {
 }
 void out_shape_vars(UOp *t, const VarVals *vv, DriverOut *o) {
   SList sh = u_shape(t);
-  if (sh.n > 32) tg_fail(TG_EDEVICE, "output of %d dimensions (at most 32)", sh.n);
+  if (sh.n > TG_MAX_DIMS) tg_fail(TG_EDEVICE, "output of %d dimensions (at most %d)", sh.n, TG_MAX_DIMS);
   o->dtype = dt_base(t->dtype);
   o->ndim = sh.n;
   size_t n = 1;

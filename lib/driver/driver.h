@@ -16,7 +16,7 @@
 #include "../schedule/schedule.h"
 
 typedef struct DriverInput { int64_t row; const char *path; } DriverInput;   /* --input ROW=PATH */
-typedef struct DriverOut { const DType *dtype; int ndim; int64_t shape[32]; void *data; size_t nbytes; } DriverOut;
+typedef struct DriverOut { const DType *dtype; int ndim; int64_t shape[TG_MAX_DIMS]; void *data; size_t nbytes; } DriverOut;
 typedef struct DriverRun {
   int nkernels; int noutputs; DriverOut *outs;
   int nrepeat; double ms_median, ms_min;  /* with repeat > 0: the timed reruns of the schedule */

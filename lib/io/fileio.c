@@ -179,13 +179,14 @@ bool npy_write(const char *path, const DType *dt, int ndim, const int64_t *shape
   for (size_t i = 0; i < sizeof npy_types / sizeof *npy_types; i++)
     if (dt->kind == DTK_SCALAR && dt->count == 1 && npy_types[i].sc == dt->scalar) { descr = npy_types[i].descr; break; }
   if (!descr) { errno = EINVAL; return false; }
-  char shp[512];
+  if (ndim > TG_MAX_DIMS) { errno = EINVAL; return false; }
+  char shp[TG_MAX_DIMS * 24 + 8];
   size_t k = 0;
   shp[0] = 0;
   for (int i = 0; i < ndim && k < sizeof shp - 32; i++)
     k += (size_t)snprintf(shp + k, sizeof shp - k, i ? ", %lld" : "%lld", (long long)shape[i]);
   if (ndim == 1) snprintf(shp + k, sizeof shp - k, ",");
-  char hdr[1024];
+  char hdr[sizeof shp + 128];
   int hl = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, shp);
   int total = 10 + hl + 1;
   int padded = (total + 63) / 64 * 64;
@@ -253,7 +254,8 @@ void *npy_read(Arena *a, const char *path, const DType **dt, int *ndim, int64_t 
     if (*p == ')') break;
     char *end;
     long long v = strtoll(p, &end, 10);
-    if (end == p || v < 0 || nd >= 8) tg_fail(TG_EINPUT, "%s: malformed .npy shape", path);
+    if (end == p || v < 0) tg_fail(TG_EINPUT, "%s: malformed .npy shape", path);
+    if (nd >= TG_MAX_DIMS) tg_fail(TG_EINPUT, "%s: .npy array of more than %d dims", path, TG_MAX_DIMS);
     shape[nd++] = v;
     if (v && count > SIZE_MAX / (size_t)v) tg_fail(TG_EINPUT, "%s: .npy shape too large", path);
     count *= (size_t)v;

@@ -37,8 +37,12 @@ char *schedule_write_json(Arena *a, const struct Schedule *s, const Graph *g, co
 /* expect files (the oracle): kernel count, items (op, ast root), and the uop rows */
 typedef struct ExpectItem { const char *op; UOp *ast; } ExpectItem;
 typedef struct Expect { int kernels; int nitems; ExpectItem *items; int noutputs; struct ExpectOut *outputs; } Expect;
-typedef struct ExpectOut { int index; const DType *dtype; int ndim; int64_t shape[8]; const void *bytes; size_t nbytes; } ExpectOut;
+typedef struct ExpectOut { int index; const DType *dtype; int ndim; int64_t *shape; const void *bytes; size_t nbytes; } ExpectOut;
 Expect *expect_read_file(const char *path);
+
+/* the most dims an output or .npy array may have: numpy 2's limit (tinygrad's tensors have no limit;
+ * ones with more dims are scheduled and run, and only outputs that wide are refused) */
+enum { TG_MAX_DIMS = 64 };
 
 /* .npy */
 bool npy_write(const char *path, const DType *dt, int ndim, const int64_t *shape, const void *data, size_t nbytes);

@@ -421,7 +421,7 @@ static void read_data(RCtx *R, const cJSON *d, UOp *u) {
     TgTry t;
     const DType *fdt = NULL;
     int nd = 0;
-    int64_t shape[8];
+    int64_t shape[TG_MAX_DIMS];
     size_t nb = 0;
     void *p = NULL;
     if (TG_TRY(t)) {
@@ -1087,7 +1087,8 @@ static void expect_doc(RCtx *R, const cJSON *root, void *ud) {
       ppush(R, ".shape");
       if (!sh || !cJSON_IsArray(sh)) rfail(R, "expected an array of integers, got %s", jkind(sh));
       eo->ndim = cJSON_GetArraySize(sh);
-      if (eo->ndim > 8) rfail(R, "more than 8 dims");
+      if (eo->ndim > TG_MAX_DIMS) rfail(R, "more than %d dims", TG_MAX_DIMS);
+      eo->shape = arena_alloc(ga(), sizeof *eo->shape * (size_t)(eo->ndim + 1));
       int d = 0;
       size_t count = 1;
       for (const cJSON *s = sh->child; s; s = s->next, d++) {
