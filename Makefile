@@ -6,6 +6,7 @@
 #   make randcheck    tgc against tinygrad on seeded random programs (tools/randgraph.py; RAND_SEEDS=A:B)
 #   make bench        scheduling speed over the largest corpus graphs
 #   make opts-sweep   random opt lists (PADTO included) on the numeric corpus against tinygrad's values
+#   make upstream     tinygrad 0.11.0's own test suite recorded as graphs and scored (UPSTREAM_TESTS=a,b)
 #   make fuzz         libFuzzer on the graph reader and scheduler (FUZZ_SECONDS=N; FUZZ_TARGET=codegen adds codegen)
 CC      ?= cc
 BUILD   ?= build
@@ -22,7 +23,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all debug test test-asan unit cli-test conformance randcheck pytest bench bench-kernels opts-sweep scale leak fuzz clean
+.PHONY: all debug test test-asan unit cli-test conformance randcheck upstream pytest bench bench-kernels opts-sweep scale leak fuzz clean
 all: $(BUILD)/tgc $(BUILD)/libtgc.a
 
 $(BUILD)/%.o: %.c
@@ -97,6 +98,20 @@ randcheck: $(BUILD)/tgc $(BUILD)/conformance
 	python3 tools/randgraph.py $(BUILD)/rand/ext --seeds $(RAND_EXT_SEEDS) --ops 14 --extended
 	python3 tools/randgraph.py $(BUILD)/rand/ext_numeric --seeds $(RAND_EXT_NUMERIC_SEEDS) --ops 10 --extended --numeric
 	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 $(CONFORMANCE_BARS) $(RAND_DIRS)
+
+# upstream: tinygrad 0.11.0's own tests as a differential test (tools/upstream_tests.py): fetches its
+# source distribution, runs the modules in UPSTREAM_TESTS (default: every one it knows; test_ops and
+# a few more need torch) recording every schedule they make with its inputs, asks tinygrad for each
+# graph's kernels and values, and scores tgc on all of them; graphs tinygrad refuses must be refused.
+# UPSTREAM_DATA=0 records the schedules alone (no values: fast); UPSTREAM_BARS sets the pass bars
+UPSTREAM_DIR ?= $(BUILD)/upstream
+UPSTREAM_TESTS ?=
+UPSTREAM_DATA ?= 1
+UPSTREAM_BARS ?=
+upstream: $(BUILD)/tgc $(BUILD)/conformance
+	@rm -rf $(UPSTREAM_DIR)
+	python3 tools/upstream_tests.py $(UPSTREAM_DIR) $(if $(filter 1,$(UPSTREAM_DATA)),--data) --tgc $(BUILD)/tgc --src $(BUILD)/upstream-src $(if $(UPSTREAM_TESTS),--tests $(UPSTREAM_TESTS))
+	$(BUILD)/conformance $(if $(filter 1,$(UPSTREAM_DATA)),--numeric cpu) $(UPSTREAM_BARS) $(UPSTREAM_DIR)
 
 pytest: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc TGC_ORACLE=$(ORACLE) python3 -m pytest -q tests/test_schemas.py tests/test_tools.py

@@ -423,10 +423,11 @@ def _kernel_bufs(k:UOp, L:Loaded, new_ids:dict[int, int]) -> list[dict]:
   return ret
 
 def runnable(L:Loaded) -> bool:
-  """Can tinygrad compute this graph here: every BUFFER has data and every device is a CPU."""
+  """Can tinygrad compute this graph here: every BUFFER has data and every device is a CPU (or NPY,
+  the host arrays tinygrad copies numpy inputs from)."""
   for row,u in zip(L.doc["uops"], L.uops):
     if u.op is Ops.BUFFER and "data" not in row: return False
-    if u.op is Ops.DEVICE and any(not (d == "CPU" or d.startswith("CPU:")) for d in ((u.arg,) if isinstance(u.arg, str) else u.arg)): return False
+    if u.op is Ops.DEVICE and any(not (d in ("CPU", "NPY") or d.startswith("CPU:")) for d in ((u.arg,) if isinstance(u.arg, str) else u.arg)): return False
   return True
 
 def oracle(path:str|os.PathLike, outputs:bool|None=None) -> dict:
@@ -461,6 +462,9 @@ def compute_outputs(sched_sink:UOp, schedule, var_vals) -> list[dict]:
     s = s.substitute({u:u.buf_uop for u in s.toposort() if u.op is Ops.ASSIGN})
     t = Tensor(s, device=s.device)
     arr = t.numpy()
+    if t.dtype == dtypes.bfloat16:  # numpy has no bfloat16: tinygrad gives float32 values, each exactly a bfloat16
+      import numpy as np
+      arr = (np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
     outs.append({"index": i, "dtype": dtype_str(t.dtype), "shape": [int(x) for x in arr.shape] if arr.ndim else [],
                  "encoding": "base64", "bytes": base64.b64encode(arr.tobytes()).decode()})
   return outs
