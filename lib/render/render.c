@@ -195,6 +195,99 @@ static const char prelude_slog2[] =
   "  r = d != d ? (double)NAN : r;\n"
   "  return 1.0 / d != -INFINITY ? r : -INFINITY;\n"
   "}\n";
+/* tinygrad's xsin (uop/decompositions.py): sin of |x| by Cody-Waite reduction below 30 and
+ * Payne-Hanek reduction (190 bits of 2/pi, 64-bit integer products) above, both always computed and
+ * one selected, then the sign, with +-inf and NaN giving NaN. Written as tinygrad's CPU backend
+ * renders it after its symbolic rewrites, expression for expression (the same sums in the same
+ * order, so the compiler contracts the same products into FMAs), so values match its bits. Two
+ * changes leave the result alone: the table entries two_over_pi[i+n] tinygrad picks by a chain of
+ * selects are a lookup (i + n > 5 gives 0), and the Cody-Waite quotient is clamped before its int
+ * conversion (only above 30, where the other branch is taken). */
+static const char prelude_ssinf[] =
+  "static inline float tg_sinf(float d) {\n"
+  "  static const unsigned tp[6] = {0u, 0x28be60dbu, 0x9391054au, 0x7f09d5f4u, 0x7d4d3770u, 0x36d8a566u};\n"
+  "  float x = d != -INFINITY ? d : 0.0f;\n"
+  "  x = d != d ? 0.0f : x;\n"
+  "  x = d != INFINITY ? x : 0.0f;\n"
+  "  float sg = x != 0.0f ? (x < 0.0f ? -1.0f : 1.0f) : 0.0f;\n"
+  "  float a = x * sg;\n"
+  "  union { float f; unsigned u; } ab = {a};\n"
+  "  float q1 = a * 0.3183098861837907f;\n"
+  "  union { unsigned u; float f; } fr = {(ab.u & 2155872255u) | 1056964608u};\n"
+  "  unsigned long long ia = (unsigned long long)(fr.f * 4294967296.0f);\n"
+  "  unsigned e = ((ab.u >> 23u) & 255u) + 4294967169u + 1u;\n"
+  "  unsigned long long i = (unsigned long long)e >> 5u;\n"
+  "  int e5 = (int)e & 31;\n"
+  "  union { int i; float f; } pe = {(e5 + 127) << 23}, po = {((32 - e5) + 127) << 23};\n"
+  "  unsigned long long se = (unsigned long long)pe.f, so = (unsigned long long)po.f;\n"
+  "  unsigned long long a0 = i < 6u ? tp[i] : 0u, a1 = i < 5u ? tp[i + 1u] : 0u, a2 = i < 4u ? tp[i + 2u] : 0u, a3 = i < 3u ? tp[i + 3u] : 0u;\n"
+  "  unsigned long long hi = (unsigned)(a0 * se) | (unsigned)(a1 / so), mi = (unsigned)(a1 * se) | (unsigned)(a2 / so), lo = (unsigned)(a2 * se) | (unsigned)(a3 / so);\n"
+  "  unsigned long long p = ((ia * hi) << 32u) + (ia * mi) + ((ia * lo) >> 32u);\n"
+  "  int q = (int)(p >> 62u);\n"
+  "  float r = ((float)(p & 4611686018427387903ull)) * 3.4061215800865545e-19f;\n"
+  "  _Bool lt = fr.f < 0.5f;\n"
+  "  int ql = lt ? q : q + 1;\n"
+  "  float rl = lt ? r : r + -1.5707963267948966f;\n"
+  "  float qh = q1 + (q1 < 0.0f ? -0.5f : 0.5f);\n"
+  "  int qs = (int)(qh < 1e9f ? qh : 1e9f);\n"
+  "  float qf = (float)qs;\n"
+  "  float rs = (qf*-1.215420125655342e-10f)+(qf*-1.984187258941006e-09f)+(qf*-0.0001131594181060791f)+(qf*-3.1414794921875f)+a;\n"
+  "  float rs2 = rs * rs;\n"
+  "  float ss = (qs & 1) != 0 ? -1.0f : 1.0f;\n"
+  "  float rb = rl + ((ql & 1) != 0 ? 1.5707963267948966f : 0.0f);\n"
+  "  float rb2 = rb * rb;\n"
+  "  float sl = (ql & 2) != 0 ? -1.0f : 1.0f;\n"
+  "  float res = a < 30.0f ? (rs*((((((((2.6083159809786594e-06f*rs2)+-0.00019810690719168633f)*rs2)+0.00833307858556509f)*rs2)+-0.16666659712791443f)*rs2)+1.0f)*ss)\n"
+  "                        : (rb*((((((((2.6083159809786594e-06f*rb2)+-0.00019810690719168633f)*rb2)+0.00833307858556509f)*rb2)+-0.16666659712791443f)*rb2)+1.0f)*sl);\n"
+  "  res = d != -INFINITY ? res * sg : NAN;\n"
+  "  res = d != d ? NAN : res;\n"
+  "  return d != INFINITY ? res : NAN;\n"
+  "}\n";
+static const char prelude_ssin[] =
+  "static inline double tg_sin(double d) {\n"
+  "  static const unsigned tp[6] = {0u, 0x28be60dbu, 0x9391054au, 0x7f09d5f4u, 0x7d4d3770u, 0x36d8a566u};\n"
+  "  double x = d != -INFINITY ? d : 0.0;\n"
+  "  x = d != d ? 0.0 : x;\n"
+  "  x = d != INFINITY ? x : 0.0;\n"
+  "  double sg = x != 0.0 ? (x < 0.0 ? -1.0 : 1.0) : 0.0;\n"
+  "  double a = x * sg;\n"
+  "  union { double f; unsigned long long u; } ab = {a};\n"
+  "  double t24 = a * 1.8972747694479864e-08;\n"
+  "  double qdh = ((double)((long long)(t24 < 1e18 ? t24 : 1e18))) * 16777216.0;\n"
+  "  union { unsigned long long u; double f; } fr = {(ab.u & 4503599627370495ull) | 4602678819172646912ull};\n"
+  "  unsigned long long ia = (unsigned long long)(fr.f * 4294967296.0);\n"
+  "  unsigned long long e = ((ab.u >> 52u) & 2047ull) + 18446744073709550593ull + 1ull;\n"
+  "  unsigned long long i = e >> 5u;\n"
+  "  int e5 = (int)e & 31;\n"
+  "  union { int i; float f; } pe = {(e5 + 127) << 23}, po = {((32 - e5) + 127) << 23};\n"
+  "  unsigned long long se = (unsigned long long)pe.f, so = (unsigned long long)po.f;\n"
+  "  double q1 = (a * 0.3183098861837907) - qdh;\n"
+  "  unsigned long long a0 = i < 6u ? tp[i] : 0u, a1 = i < 5u ? tp[i + 1u] : 0u, a2 = i < 4u ? tp[i + 2u] : 0u, a3 = i < 3u ? tp[i + 3u] : 0u;\n"
+  "  unsigned long long hi = (unsigned)(a0 * se) | (unsigned)(a1 / so), mi = (unsigned)(a1 * se) | (unsigned)(a2 / so), lo = (unsigned)(a2 * se) | (unsigned)(a3 / so);\n"
+  "  unsigned long long p = ((ia * hi) << 32u) + (ia * mi) + ((ia * lo) >> 32u);\n"
+  "  int q = (int)(p >> 62u);\n"
+  "  double r = ((double)(p & 4611686018427387903ull)) * 3.4061215800865545e-19;\n"
+  "  _Bool lt = fr.f < 0.5;\n"
+  "  int ql = lt ? q : q + 1;\n"
+  "  double rl = lt ? r : r + -1.5707963267948966;\n"
+  "  double qh = q1 + (q1 < 0.0 ? -0.5 : 0.5);\n"
+  "  long long qs = (long long)(qh < 1e18 ? (qh > -1e18 ? qh : -1e18) : 1e18);\n"
+  "  double qf = (double)qs;\n"
+  "  double rs = (((qdh+qf)*-1.27366343270219e-24)+(qf*-1.2246467864107189e-16)+(qdh*-1.2246467864107189e-16)+(qf*-3.1786509424591713e-08)\n"
+  "              +(qdh*-3.1786509424591713e-08)+(qf*-3.1415926218032837)+(qdh*-3.1415926218032837)+a);\n"
+  "  double rs2 = rs * rs;\n"
+  "  double ss = (((int)qs) & 1) != 0 ? -1.0 : 1.0;\n"
+  "  double rb = rl + ((ql & 1) != 0 ? 1.5707963267948966 : 0.0);\n"
+  "  double rb2 = rb * rb;\n"
+  "  double sl = (ql & 2) != 0 ? -1.0 : 1.0;\n"
+  "  double res = a < 30.0 ? (rs*((((((((((((((((((-7.972559550090379e-18*rs2)+2.810099727108632e-15)*rs2)+-7.647122191181588e-13)*rs2)+1.605904306056645e-10)*rs2)\n"
+  "                                +-2.5052108376350205e-08)*rs2)+2.7557319223919875e-06)*rs2)+-0.00019841269841269616)*rs2)+0.00833333333333333)*rs2)+-0.16666666666666666)*rs2)+1.0)*ss)\n"
+  "                         : (rb*((((((((((((((((((-7.972559550090379e-18*rb2)+2.810099727108632e-15)*rb2)+-7.647122191181588e-13)*rb2)+1.605904306056645e-10)*rb2)\n"
+  "                                +-2.5052108376350205e-08)*rb2)+2.7557319223919875e-06)*rb2)+-0.00019841269841269616)*rb2)+0.00833333333333333)*rb2)+-0.16666666666666666)*rb2)+1.0)*sl);\n"
+  "  res = d != -INFINITY ? res * sg : (double)NAN;\n"
+  "  res = d != d ? (double)NAN : res;\n"
+  "  return d != INFINITY ? res : (double)NAN;\n"
+  "}\n";
 /* tinygrad's threefry2x32 (uop/decompositions.py) */
 static const char prelude_threefry[] =
   "static inline unsigned long long tg_threefry(unsigned long long x, unsigned long long key) {\n"
@@ -430,7 +523,9 @@ static const char *render_alu(R *r, UOp *u) {
   case OP_SQRT: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "sqrt"), s[0]); break;
   case OP_EXP2: e = arena_printf(r->a, "%s(%s)", r->be->soft_math ? (sd->scalar == SC_DOUBLE ? "tg_exp2" : "tg_exp2f") : math_fn(sd, "exp2"), s[0]); break;
   case OP_LOG2: e = arena_printf(r->a, "%s(%s)", r->be->soft_math ? (sd->scalar == SC_DOUBLE ? "tg_log2" : "tg_log2f") : math_fn(sd, "log2"), s[0]); break;
-  case OP_SIN: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "sin"), s[0]); break;
+  case OP_SIN:
+    e = arena_printf(r->a, "%s(%s)", r->be->soft_math && sd->scalar == SC_DOUBLE ? "tg_sin" : r->be->soft_math && sd->scalar == SC_FLOAT ? "tg_sinf" : math_fn(sd, "sin"), s[0]);
+    break;
   case OP_TRUNC: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "trunc"), s[0]); break;
   case OP_POW: e = arena_printf(r->a, "%s%s(%s, %s)", r->be->soft_math ? "tg_s" : "tg_", sd->scalar == SC_DOUBLE ? "pow" : "powf", s[0], s[1]); break;
   case OP_THREEFRY: return arena_printf(r->a, "tg_threefry(%s, %s)", s[0], s[1]);
@@ -962,6 +1057,8 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
   if (spow || calls(t, "tg_log2")) put_helper(&b, "TGC_SLOG2", prelude_slog2);
   if (spowf) put_helper(&b, "TGC_SPOWF", prelude_pow(a, false, true));
   if (spow) put_helper(&b, "TGC_SPOW", prelude_pow(a, true, true));
+  if (calls(t, "tg_sinf")) put_helper(&b, "TGC_SSINF", prelude_ssinf);
+  if (calls(t, "tg_sin")) put_helper(&b, "TGC_SSIN", prelude_ssin);
   if (calls(t, "tg_threefry")) put_helper(&b, "TGC_THREEFRY", prelude_threefry);
   for (int i = 0; i < nd.nbc; i++) {
     const DType *f = dt_scalar(nd.bc[i][0]), *to = dt_scalar(nd.bc[i][1]);

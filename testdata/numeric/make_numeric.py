@@ -59,3 +59,13 @@ mtb = Tensor(rng.standard_normal((128, 256), dtype=np.float32)).realize()
 mia = Tensor(rng.integers(-100, 100, (64, 128), dtype=np.int32)).realize()
 mib = Tensor(rng.integers(-100, 100, (128, 256), dtype=np.int32)).realize()
 case("matmul_tile", [(mta @ mtb).relu(), mia @ mib])
+
+# sin: tinygrad's xsin (Cody-Waite below 30, Payne-Hanek above) over special values, a sweep of
+# angles up to 1e4 and magnitudes up to 1e38, float32 and float64; the bitcasts demand its exact bits
+# (tgc's C backend renders tinygrad's polynomial and reductions, tg_sinf/tg_sin, not libm's sin)
+sin_special = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e-45, 1e-38, 1e-7, 29.999, 30.0, 30.001, 39800.0, -39800.0, 1e30, -1e30, 3.4e38,
+               math.pi, -math.pi / 2, 1.5707963267948966, 0.5, -1.0]
+sin_sweep = [-200.0 + 400.0 * i / 1999 for i in range(1999)] + [(1.0 + i / 97) * 10.0 ** (i % 38) for i in range(997)]
+for dt, idt, name in ((dtypes.float32, dtypes.int32, "f32"), (dtypes.float64, dtypes.int64, "f64")):
+  xs = Tensor(sin_special + sin_sweep, dtype=dt).realize()
+  case(f"sin_{name}", [xs.sin(), xs.sin().bitcast(idt), xs.cos(), (xs * 2 * math.pi).sin().bitcast(idt)])
