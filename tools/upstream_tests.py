@@ -97,7 +97,7 @@ def _oracle_in_child(path:pathlib.Path, outputs:bool, timeout:float) -> str|None
 def _expect(path:pathlib.Path) -> tuple[pathlib.Path, str|None]:
   """the expect file for one graph: with tinygrad's values where it carries its inputs' data and
   tinygrad can run it, else the schedule alone; the error where tinygrad refuses to schedule it"""
-  sys.path.insert(0, str(HERE))
+  if str(HERE) not in sys.path: sys.path.insert(0, str(HERE))
   import tgc_graph  # noqa: F401  (imported once per worker, before forking)
   if _oracle_in_child(path, True, 120) is None: return path, None
   return path, _oracle_in_child(path, False, 120)
