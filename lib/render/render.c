@@ -203,9 +203,21 @@ static const char prelude_slog2[] =
  * changes leave the result alone: the table entries two_over_pi[i+n] tinygrad picks by a chain of
  * selects are a lookup (i + n > 5 gives 0), and the Cody-Waite quotient is clamped before its int
  * conversion (only above 30, where the other branch is taken). */
+/* their shared Payne-Hanek step: |x| * 2/pi in 64-bit fixed point from the mantissa ia (2^32 scaled)
+ * and the exponent e (unbiased + 1, wrapped: no table entries below 1.0) */
+static const char prelude_ssinph[] =
+  "static inline unsigned long long tg_sin_ph(unsigned long long ia, unsigned long long e) {\n"
+  "  static const unsigned tp[6] = {0u, 0x28be60dbu, 0x9391054au, 0x7f09d5f4u, 0x7d4d3770u, 0x36d8a566u};\n"
+  "  unsigned long long i = e >> 5u;\n"
+  "  int e5 = (int)(e & 31u);\n"
+  "  union { int i; float f; } pe = {(e5 + 127) << 23}, po = {((32 - e5) + 127) << 23};\n"
+  "  unsigned long long se = (unsigned long long)pe.f, so = (unsigned long long)po.f;\n"
+  "  unsigned long long a0 = i < 6u ? tp[i] : 0u, a1 = i < 5u ? tp[i + 1u] : 0u, a2 = i < 4u ? tp[i + 2u] : 0u, a3 = i < 3u ? tp[i + 3u] : 0u;\n"
+  "  unsigned long long hi = (unsigned)(a0 * se) | (unsigned)(a1 / so), mi = (unsigned)(a1 * se) | (unsigned)(a2 / so), lo = (unsigned)(a2 * se) | (unsigned)(a3 / so);\n"
+  "  return ((ia * hi) << 32u) + (ia * mi) + ((ia * lo) >> 32u);\n"
+  "}\n";
 static const char prelude_ssinf[] =
   "static inline float tg_sinf(float d) {\n"
-  "  static const unsigned tp[6] = {0u, 0x28be60dbu, 0x9391054au, 0x7f09d5f4u, 0x7d4d3770u, 0x36d8a566u};\n"
   "  float x = d != -INFINITY ? d : 0.0f;\n"
   "  x = d != d ? 0.0f : x;\n"
   "  x = d != INFINITY ? x : 0.0f;\n"
@@ -216,13 +228,7 @@ static const char prelude_ssinf[] =
   "  union { unsigned u; float f; } fr = {(ab.u & 2155872255u) | 1056964608u};\n"
   "  unsigned long long ia = (unsigned long long)(fr.f * 4294967296.0f);\n"
   "  unsigned e = ((ab.u >> 23u) & 255u) + 4294967169u + 1u;\n"
-  "  unsigned long long i = (unsigned long long)e >> 5u;\n"
-  "  int e5 = (int)e & 31;\n"
-  "  union { int i; float f; } pe = {(e5 + 127) << 23}, po = {((32 - e5) + 127) << 23};\n"
-  "  unsigned long long se = (unsigned long long)pe.f, so = (unsigned long long)po.f;\n"
-  "  unsigned long long a0 = i < 6u ? tp[i] : 0u, a1 = i < 5u ? tp[i + 1u] : 0u, a2 = i < 4u ? tp[i + 2u] : 0u, a3 = i < 3u ? tp[i + 3u] : 0u;\n"
-  "  unsigned long long hi = (unsigned)(a0 * se) | (unsigned)(a1 / so), mi = (unsigned)(a1 * se) | (unsigned)(a2 / so), lo = (unsigned)(a2 * se) | (unsigned)(a3 / so);\n"
-  "  unsigned long long p = ((ia * hi) << 32u) + (ia * mi) + ((ia * lo) >> 32u);\n"
+  "  unsigned long long p = tg_sin_ph(ia, e);\n"
   "  int q = (int)(p >> 62u);\n"
   "  float r = ((float)(p & 4611686018427387903ull)) * 3.4061215800865545e-19f;\n"
   "  _Bool lt = fr.f < 0.5f;\n"
@@ -245,7 +251,6 @@ static const char prelude_ssinf[] =
   "}\n";
 static const char prelude_ssin[] =
   "static inline double tg_sin(double d) {\n"
-  "  static const unsigned tp[6] = {0u, 0x28be60dbu, 0x9391054au, 0x7f09d5f4u, 0x7d4d3770u, 0x36d8a566u};\n"
   "  double x = d != -INFINITY ? d : 0.0;\n"
   "  x = d != d ? 0.0 : x;\n"
   "  x = d != INFINITY ? x : 0.0;\n"
@@ -257,14 +262,8 @@ static const char prelude_ssin[] =
   "  union { unsigned long long u; double f; } fr = {(ab.u & 4503599627370495ull) | 4602678819172646912ull};\n"
   "  unsigned long long ia = (unsigned long long)(fr.f * 4294967296.0);\n"
   "  unsigned long long e = ((ab.u >> 52u) & 2047ull) + 18446744073709550593ull + 1ull;\n"
-  "  unsigned long long i = e >> 5u;\n"
-  "  int e5 = (int)e & 31;\n"
-  "  union { int i; float f; } pe = {(e5 + 127) << 23}, po = {((32 - e5) + 127) << 23};\n"
-  "  unsigned long long se = (unsigned long long)pe.f, so = (unsigned long long)po.f;\n"
   "  double q1 = (a * 0.3183098861837907) - qdh;\n"
-  "  unsigned long long a0 = i < 6u ? tp[i] : 0u, a1 = i < 5u ? tp[i + 1u] : 0u, a2 = i < 4u ? tp[i + 2u] : 0u, a3 = i < 3u ? tp[i + 3u] : 0u;\n"
-  "  unsigned long long hi = (unsigned)(a0 * se) | (unsigned)(a1 / so), mi = (unsigned)(a1 * se) | (unsigned)(a2 / so), lo = (unsigned)(a2 * se) | (unsigned)(a3 / so);\n"
-  "  unsigned long long p = ((ia * hi) << 32u) + (ia * mi) + ((ia * lo) >> 32u);\n"
+  "  unsigned long long p = tg_sin_ph(ia, e);\n"
   "  int q = (int)(p >> 62u);\n"
   "  double r = ((double)(p & 4611686018427387903ull)) * 3.4061215800865545e-19;\n"
   "  _Bool lt = fr.f < 0.5;\n"
@@ -1057,8 +1056,10 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
   if (spow || calls(t, "tg_log2")) put_helper(&b, "TGC_SLOG2", prelude_slog2);
   if (spowf) put_helper(&b, "TGC_SPOWF", prelude_pow(a, false, true));
   if (spow) put_helper(&b, "TGC_SPOW", prelude_pow(a, true, true));
-  if (calls(t, "tg_sinf")) put_helper(&b, "TGC_SSINF", prelude_ssinf);
-  if (calls(t, "tg_sin")) put_helper(&b, "TGC_SSIN", prelude_ssin);
+  bool ssinf = calls(t, "tg_sinf"), ssin = calls(t, "tg_sin");
+  if (ssinf || ssin) put_helper(&b, "TGC_SSINPH", prelude_ssinph);
+  if (ssinf) put_helper(&b, "TGC_SSINF", prelude_ssinf);
+  if (ssin) put_helper(&b, "TGC_SSIN", prelude_ssin);
   if (calls(t, "tg_threefry")) put_helper(&b, "TGC_THREEFRY", prelude_threefry);
   for (int i = 0; i < nd.nbc; i++) {
     const DType *f = dt_scalar(nd.bc[i][0]), *to = dt_scalar(nd.bc[i][1]);
