@@ -546,7 +546,15 @@ static void lower_prepare(LCtx *c, Frame *f) {
     const SList *xs = shape_of(c, x);
     int xn = xs ? xs->n : 0;
     UOp **ni = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xn + 1));
-    if (xs) unravel(xs, fi, ni);
+    if (xs) {
+      /* the source's indices from the view's flat offset, simplified before any int64 upcast (tinygrad
+       * composes the view into the buffers' ShapeTrackers instead: a flat offset past int32 must
+       * not leave casts that stop the divisions from folding) */
+      UOp *raw, *rv;
+      st_to_indexed_uops_int(u->arg->st, idx, &raw, &rv);
+      unravel(xs, raw, ni);
+      for (int k = 0; k < xn; k++) ni[k] = st_index_upcast(ni[k]);
+    }
     f->nch = 1;
     f->chn = arena_alloc(c->a, sizeof(UOp *));
     f->chk = arena_alloc(c->a, sizeof(UOp *));

@@ -49,6 +49,10 @@ const ShapeTracker *st_shrink(const ShapeTracker *st, const Sint *arg);
 const ShapeTracker *st_flip(const ShapeTracker *st, const bool *flip);
 const ShapeTracker *st_mop(const ShapeTracker *st, Op op, const Value *arg);  /* movement op with its UOp arg */
 void st_to_indexed_uops(const ShapeTracker *st, UOp *const *idxs, UOp **idx, UOp **valid); /* views_to_indexed_uops */
+/* the same before its last step's int64 upcast (overflowing int nodes stay int): for index math that
+ * goes on (an unravel) and is simplified and upcast afterwards with st_index_upcast */
+void st_to_indexed_uops_int(const ShapeTracker *st, UOp *const *idxs, UOp **idx, UOp **valid);
+UOp *st_index_upcast(UOp *idx);   /* symbolic_flat + pm_upcast on an index expression */
 int64_t st_real_size(const ShapeTracker *st);
 /* real_strides: out[i] is the stride or has[i]=false for None */
 void st_real_strides(const ShapeTracker *st, bool ignore_valid, Sint *out, bool *has);

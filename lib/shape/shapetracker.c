@@ -141,7 +141,7 @@ static void shape_pm_init(void) {
   pm_flat_upcast = pm_concat(2, both);
 }
 
-static void views_to_indexed_uops(int nviews, const View *const *views, UOp *const *idxs, UOp **idx_out, UOp **valid_out) {
+static void views_to_indexed_uops(int nviews, const View *const *views, UOp *const *idxs, bool upcast, UOp **idx_out, UOp **valid_out) {
   shape_pm_init();
   UOp *idx, *valid;
   view_to_indexed_uops(views[nviews - 1], idxs, NULL, &idx, &valid);
@@ -161,21 +161,29 @@ static void views_to_indexed_uops(int nviews, const View *const *views, UOp *con
   UOp *ni = uop_given_valid(valid, idx);
   if (ni) idx = ni;
   pair[0] = idx; pair[1] = valid;
-  s = graph_rewrite(uop_sink(2, pair, NULL), pm_flat_upcast, NULL, false, NULL);  // symbolic again, upcast if needed
+  s = graph_rewrite(uop_sink(2, pair, NULL), upcast ? pm_flat_upcast : pm_symbolic_flat, NULL, false, NULL);  // symbolic again, upcast if needed
   *idx_out = s->src[0];
   *valid_out = s->src[1];
 }
 
 void st_to_indexed_uops(const ShapeTracker *st, UOp *const *idxs, UOp **idx, UOp **valid) {
-  if (idxs) { views_to_indexed_uops(st->nviews, st->views, idxs, idx, valid); return; }
+  if (idxs) { views_to_indexed_uops(st->nviews, st->views, idxs, true, idx, valid); return; }
   if (!st->ix_idx) {
     UOp *i, *v;
-    views_to_indexed_uops(st->nviews, st->views, NULL, &i, &v);
+    views_to_indexed_uops(st->nviews, st->views, NULL, true, &i, &v);
     ShapeTracker *w = (ShapeTracker *)st;  // the cache is not part of the interned identity
     w->ix_idx = i; w->ix_valid = v;
   }
   *idx = st->ix_idx;
   *valid = st->ix_valid;
+}
+
+void st_to_indexed_uops_int(const ShapeTracker *st, UOp *const *idxs, UOp **idx, UOp **valid) {
+  views_to_indexed_uops(st->nviews, st->views, idxs, false, idx, valid);
+}
+UOp *st_index_upcast(UOp *idx) {
+  shape_pm_init();
+  return graph_rewrite(idx, pm_flat_upcast, NULL, false, NULL);
 }
 
 int64_t st_real_size(const ShapeTracker *st) {
