@@ -190,6 +190,27 @@ Test(codegen, fission_row_sums) {
   cr_expect(strstr(serial, "tg_f4 vec") != NULL, "%s", serial);
   uop_ctx_free(c);
 }
+/* reduce_collapse (codegen/reduce.c): in testdata/numeric/reduce_collapse the embedding lookup, the
+ * gather and the three aranges have no accumulator and no loop over the reduced range left (tinygrad's
+ * rendered kernels have none either); the count of range comparisons (a CAST of the bool, not a
+ * where) and the one_hot sum keep theirs, as in tinygrad. Values: make conformance. */
+Test(codegen, reduce_collapse) {
+  UCtx *c = uop_ctx_new();
+  const Program *ps[16];
+  cr_assert_eq(lower_ok("testdata/numeric/reduce_collapse.expect.json", ps, 16), 7);
+  const char *names[7] = {"r_32_16_1000_1000", "r_6_7_50_50", "r_3000_3000", "r_100_100", "r_665_665", "r_40_256_256", "r_300_40_300"};
+  for (int k = 0; k < 7; k++) {
+    cr_expect_str_eq(ps[k]->name, names[k]);
+    int accs = 0, loops = 0;
+    for (int i = 0; i < ps[k]->ninst; i++) { accs += ps[k]->inst[i].kind == LK_ACC; loops += ps[k]->inst[i].kind == LK_LOOP; }
+    bool collapsed = k < 5;
+    cr_expect_eq(accs == 0, collapsed, "kernel %d (%s): %d accumulators", k, ps[k]->name, accs);
+    /* only output loops are left: the embedding's 4, 8 and 16 (the name's merged 32 is two loops in
+     * tgc's C), the gather's 6 and 7, one for each arange */
+    if (collapsed) cr_expect_eq(loops, k == 0 ? 3 : k == 1 ? 2 : 1, "kernel %d (%s): %d loops", k, ps[k]->name, loops);
+  }
+  uop_ctx_free(c);
+}
 /* k-blocking (render/loops.c): testdata/numeric/matmul_kblock's reduce steps over four rows of B,
  * 4 KB, per iteration: the reduce runs in blocks of 8 around the column loop, each accumulator
  * resuming from its partial in the output; a backend without kblock keeps the plain nest (values:

@@ -1492,6 +1492,13 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
     else nopt = 0;   /* the heuristic's opts do not lower here: the kernel keeps its NOOPT loops */
   }
 
+  /* tinygrad's pm_reduce on the lowered kernel: REDUCEs that need no loop are folded */
+  UOp *rsink = lower_reduce_rewrite(lsink);
+  if (rsink != lsink) {
+    lsink = rsink;
+    for (int i = 0; i < nst; i++) stores[i] = lsink->src[i];
+    for (int i = 0; i < c.lstores.n; i++) c.lstores.v[i] = lsink->src[nst + i];
+  }
   Lin l = {.a = a, .nw = (c.next_range + 63) / 64 + 1, .ctxcap = 16};
   map_init(&l.fr, a);
   map_init(&l.groups, a);

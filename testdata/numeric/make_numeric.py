@@ -69,3 +69,19 @@ sin_sweep = [-200.0 + 400.0 * i / 1999 for i in range(1999)] + [(1.0 + i / 97) *
 for dt, idt, name in ((dtypes.float32, dtypes.int32, "f32"), (dtypes.float64, dtypes.int64, "f64")):
   xs = Tensor(sin_special + sin_sweep, dtype=dt).realize()
   case(f"sin_{name}", [xs.sin(), xs.sin().bitcast(idt), xs.cos(), (xs * 2 * math.pi).sin().bitcast(idt)])
+
+# reduce_collapse: tinygrad's pm_reduce folds a REDUCE whose value needs no loop (codegen/devectorizer.py
+# reduce_collapse): an embedding lookup and a gather become one gated load per output instead of a
+# loop over the vocabulary (a sum over the arange of where(idx == r, row, 0)), an arange is closed
+# form (count * step), a count of range comparisons a clamp; tgc lowers them the same way
+# (codegen/reduce.c) and its C must give the same values, out-of-range indices included (zeros)
+from tinygrad import nn
+rc = np.random.default_rng(11)
+emb = nn.Embedding(1000, 16)
+emb.weight = Tensor(rc.standard_normal((1000, 16), dtype=np.float32)).realize()
+tok = Tensor(rc.integers(0, 1000, (4, 8), dtype=np.int32)).realize()
+src = Tensor(rc.standard_normal((6, 50), dtype=np.float32)).realize()
+gi = Tensor(rc.integers(0, 50, (6, 7), dtype=np.int32)).realize()
+cnt = Tensor(rc.integers(-5, 300, (40,), dtype=np.int32)).realize()
+case("reduce_collapse", [emb(tok), src.gather(1, gi), Tensor.arange(3000), Tensor.arange(0, 10, 0.1), Tensor.arange(7, 2000, 3).float() * 0.5,
+                         (Tensor.arange(256).reshape(1, 256) < cnt.reshape(40, 1)).sum(1), cnt.one_hot(300).sum(0)])
