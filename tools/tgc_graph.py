@@ -325,6 +325,7 @@ def _attach_data(u:UOp, row:dict, base:pathlib.Path, where:str) -> None:
   if (buf:=buffers.get(u)) is None:
     buf = Buffer(device, u.arg, rdtype).ref(1)
     buffers[u] = buf
+  if u.arg == 0: return  # nothing to hold: tinygrad never allocates a size-0 buffer (its allocators refuse one)
   if device == "NPY":
     # the NPY device wraps a numpy array (tinygrad's _fromnp) and has no copyin
     import numpy as np
