@@ -23,6 +23,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <ftw.h>
+#include <criterion/hooks.h>
 #include <time.h>
 #include <unistd.h>
 #include "clang_check.h"
@@ -34,15 +36,29 @@
 #define case_end corpus_case_end
 #define oracle corpus_oracle
 #define list_cases corpus_list
+/* one scratch directory for the whole run: made by the runner before the tests' processes start
+ * (they find it in $TGC_DRIVER_TMP) and removed, with the kernel cache in it, when all have ended */
 static char tmp_root[] = "/tmp/tgc_driver_XXXXXX";
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) { return remove(path); }
+ReportHook(PRE_ALL)(struct criterion_test_set *set) {
+  if (mkdtemp(tmp_root)) setenv("TGC_DRIVER_TMP", tmp_root, 1);
+}
+ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
+  const char *d = getenv("TGC_DRIVER_TMP");
+  if (d && *d) nftw(d, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+/* this test process's own directory in it (tests run in parallel) */
 static const char *tmpdir(void) {
-  static bool cache_set;
-  corpus_tmpdir(tmp_root);
-  if (!cache_set) {
-    setenv("XDG_CACHE_HOME", arena_printf(ga(), "%s/cache", tmp_root), 1);
-    cache_set = true;
+  static char *mine;
+  if (!mine) {
+    const char *d = getenv("TGC_DRIVER_TMP");
+    if (d && *d) {
+      mine = strdup(arena_printf(ga(), "%s/p%d", d, (int)getpid()));
+      cr_assert(mkdir(mine, 0700) == 0, "mkdir %s", mine);
+    } else mine = (char *)corpus_tmpdir(tmp_root);
+    setenv("XDG_CACHE_HOME", arena_printf(ga(), "%s/cache", mine), 1);
   }
-  return tmp_root;
+  return mine;
 }
 #define symbolic_dir corpus_symbolic_dir
 #define src_root corpus_src_root
