@@ -124,7 +124,11 @@ static const char *prelude_pow(Arena *a, bool dbl, bool soft) {
  * tg_exp2f takes three shortcuts that give the same bits for all 2^32 inputs (checked exhaustively
  * with clang and gcc, vectorized): rintk's x + (x < 0 ? -0.5 : 0.5) as x + copysignf(0.5, x); q / 2
  * as q >> 1 (2^h * 2^(q-h) is the same power of two, and the first product is exact); and no
- * `d < 128 ? u : inf` mask (from 128 up the product overflows to inf by itself). A tenth faster. */
+ * `d < 128 ? u : inf` mask (from 128 up the product overflows to inf by itself). A tenth faster.
+ * tg_log2f/tg_log2 sum in the order tinygrad's rendered C evaluates (its renderer drops the
+ * parentheses of a nested ADD or MUL, so t*(x*x2) + (s_hi + s_lo) runs as ((t*x)*x2 + e) + ...):
+ * bit-identical to tinygrad's kernel, both with clang -ffp-contract=on, for all 2^32 floats and 2^27
+ * doubles; the grouping of the decomposition's source differed in 1 float of 1700. */
 static const char prelude_sexp2f[] =
   "static inline float tg_exp2f(float d) {\n"
   "  float x = d > -200.0f ? d : -200.0f;\n"
@@ -168,7 +172,7 @@ static const char prelude_slog2f[] =
   "  e = den ? e - 64.0f : e;\n"
   "  float x = (m - 1.0f) * (1.0f / (m + 1.0f)), x2 = x * x;\n"
   "  float t = (0.4374550283e+0f*x2 + 0.5764790177e+0f)*x2 + 0.9618012905120f;\n"
-  "  float r = t * (x * x2) + ((e + x * 2.8853900432586669922f) + x * 3.2734474483568488616e-08f);\n"
+  "  float r = t * x * x2 + e + x * 2.8853900432586669922f + x * 3.2734474483568488616e-08f;\n"
   "  r = d != INFINITY ? r : INFINITY;\n"
   "  r = d < -0.0f ? NAN : r;\n"
   "  r = r != -191.0f ? r : -INFINITY;\n"
@@ -188,7 +192,7 @@ static const char prelude_slog2[] =
   "  double t = 0.2211941750456081490e+0;\n"
   "  t = t*x2 + 0.2200768693152277689e+0; t = t*x2 + 0.2623708057488514656e+0; t = t*x2 + 0.3205977477944495502e+0;\n"
   "  t = t*x2 + 0.4121985945485324709e+0; t = t*x2 + 0.5770780162997058982e+0; t = t*x2 + 0.96179669392608091449;\n"
-  "  double r = t * (x * x2) + (e + x * 2.885390081777926774);\n"
+  "  double r = t * x * x2 + e + x * 2.885390081777926774;\n"
   "  r = d != INFINITY ? r : INFINITY;\n"
   "  r = d < -0.0 ? (double)NAN : r;\n"
   "  r = r != -1087.0 ? r : -INFINITY;\n"
@@ -447,7 +451,10 @@ static const char *render_load(R *r, UOp *u) {
 }
 static const char *render_cast(R *r, const DType *to, const DType *from, const char *x) {
   if (is16(to) && r->be->emulated_16bit) return round16(r, to, arena_printf(r->a, "(float)(%s)", x));
-  (void)from;
+  /* to bool: x != 0, the same value, written so a product or sum cast to bool is not read as a
+   * mistaken `*` or `+` in a boolean context (-Wint-in-bool-context) */
+  if (to->count == 1 && to->scalar == SC_BOOL && from->scalar != SC_BOOL && !is16(from))
+    return arena_printf(r->a, "((%s)((%s)!=0))", r->be->type_name(to), x);
   return arena_printf(r->a, "((%s)(%s))", r->be->type_name(to), x);
 }
 static const char *render_bitcast(R *r, const DType *to, const DType *from, const char *x) {
@@ -494,12 +501,25 @@ static const char *wrap_op(R *r, UOp *u, const char *const *s) {
   }
 }
 
+/* tinygrad's helpers.strip_parens: "(...)" without its outer pair when that pair encloses one group */
+static const char *strip_parens(Arena *a, const char *e) {
+  size_t n = strlen(e);
+  if (n < 2 || e[0] != '(' || e[n - 1] != ')') return e;
+  const char *in = e + 1, *lp = memchr(in, '(', n - 2), *rp = memchr(in, ')', n - 2);
+  long fl = lp ? lp - in : -1, fr = rp ? rp - in : -1;   /* str.find: -1 when absent */
+  return fl <= fr ? arena_printf(a, "%.*s", (int)(n - 2), in) : e;
+}
 static const char *render_alu(R *r, UOp *u) {
   const char *s[3] = {NULL, NULL, NULL};
   for (int i = 0; i < u->nsrc && i < 3; i++) s[i] = nm(r, u->src[i]);
   const DType *dt = u->dtype, *sd = u->nsrc ? u->src[0]->dtype : dt;
   const char *e;
   if (signed_int(dt) && may_overflow_op((Op)u->op) && !u_in_dtype_range(u)) return wrap_op(r, u, s);
+  /* as tinygrad's C renderer: an inlined operand of the same ADD, MUL, XOR, OR or AND loses its
+   * parentheses, so a+(b+c) is printed a+b+c and C evaluates (a+b)+c; tinygrad's CPU values come
+   * from that order (its xlog2's t*(x*x2) is computed as (t*x)*x2) */
+  if (u->op == OP_ADD || u->op == OP_MUL || u->op == OP_XOR || u->op == OP_OR || u->op == OP_AND)
+    for (int i = 0; i < u->nsrc && i < 2; i++) if (u->src[i]->op == u->op) s[i] = strip_parens(r->a, s[i]);
   switch (u->op) {
   case OP_ADD: e = arena_printf(r->a, "(%s+%s)", s[0], s[1]); break;
   case OP_SUB: e = arena_printf(r->a, "(%s-%s)", s[0], s[1]); break;
