@@ -96,9 +96,10 @@ typedef struct Program {
 typedef struct KNames { Map seen; } KNames;
 void knames_init(KNames *k, Arena *a);
 
-/* reduce.c: tinygrad's pm_reduce simplifications of a lowered kernel's REDUCEs (reduce_unparented,
- * reduce_collapse: a REDUCE whose value needs no loop becomes closed form or a gated load) */
-UOp *lower_reduce_rewrite(UOp *sink);
+/* reduce.c: tinygrad's symbolic and REDUCE steps on a lowered kernel (a SINK of its STOREs): sym on
+ * every value, then pm_reduce (reduce_unparented; reduce_collapse: a REDUCE whose value needs no
+ * loop becomes closed form or a gated load) */
+UOp *lower_simplify(UOp *sink);
 
 /* the name tinygrad gives ast (a SINK), before dedup: "E_10", "r_16_40", "E2_4" for two stores */
 const char *lower_kernel_name(UOp *ast);

@@ -1009,6 +1009,7 @@ static void emit(Lin *l, UOp *root) {
     } else {
       for (int k = 0; k < t.ng; k++) {
         UOp *v = t.grp[k]->src[0];
+        if (v->op != OP_VECTORIZE && v->dtype->count > 1) tg_fail(TG_EINTERNAL, "linearize: a REDUCE of a vector %s, not of an UNROLL's VECTORIZE", op_names[v->op]);
         if (v->op != OP_VECTORIZE) scope_insert(l, l->ctx[l->d], (Item){LK_ACCUM, t.grp[k], v, NULL}, false);
         else for (int j = 0; j < v->nsrc; j++) scope_insert(l, l->ctx[l->d], (Item){LK_ACCUM, t.grp[k], v->src[j], NULL}, false);
       }
@@ -1492,12 +1493,23 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
     else nopt = 0;   /* the heuristic's opts do not lower here: the kernel keeps its NOOPT loops */
   }
 
-  /* tinygrad's pm_reduce on the lowered kernel: REDUCEs that need no loop are folded */
-  UOp *rsink = lower_reduce_rewrite(lsink);
-  if (rsink != lsink) {
-    lsink = rsink;
-    for (int i = 0; i < nst; i++) stores[i] = lsink->src[i];
-    for (int i = 0; i < c.lstores.n; i++) c.lstores.v[i] = lsink->src[nst + i];
+  /* tinygrad's sym and pm_reduce on the lowered kernel: values simplified, REDUCEs that need no
+   * loop folded */
+  UOp *ssink = lower_simplify(uop_sink(nst, stores, NULL));
+  nst = ssink->nsrc;   /* a STORE whose gate sym proves false is gone */
+  stores = (UOp **)ssink->src;
+  if (c.lstores.n) {
+    UOp *lsk = lower_simplify(uop_sink(c.lstores.n, (UOp *const *)c.lstores.v, NULL));
+    c.lstores.n = 0;
+    for (int i = 0; i < lsk->nsrc; i++) vec_push(&c.lstores, lsk->src[i]);
+  }
+  for (int i = 0; i < nst; i++)
+    if (stores[i]->op != OP_STORE) tg_fail(TG_EINTERNAL, "lower: sym left a %s among the kernel's stores", op_names[stores[i]->op]);
+  {
+    UOp **all = arena_alloc(a, sizeof(UOp *) * (size_t)(nst + c.lstores.n + 1));
+    memcpy(all, stores, sizeof(UOp *) * (size_t)nst);
+    for (int i = 0; i < c.lstores.n; i++) all[nst + i] = c.lstores.v[i];
+    lsink = uop_sink(nst + c.lstores.n, all, NULL);
   }
   Lin l = {.a = a, .nw = (c.next_range + 63) / 64 + 1, .ctxcap = 16};
   map_init(&l.fr, a);

@@ -1,6 +1,10 @@
-/* reduce.c: the REDUCE simplifications of tinygrad 0.11.0's pm_reduce (codegen/devectorizer.py), on
- * a lowered kernel before it is linearized:
+/* reduce.c: tinygrad 0.11.0's symbolic and REDUCE steps on a lowered kernel, before it is
+ * linearized (its "initial symbolic" and "remove_reduce" rewrites, codegen/__init__.py):
  *
+ * sym                every value, not only the indices, goes through tinygrad's `sym`: its float
+ *                    folds ((x*c1)*c2 -> x*(c1*c2), x*1, x+0 ...) decide what the C compiler
+ *                    contracts into an FMA and how often a value is rounded, so tinygrad's CPU
+ *                    values need them;
  * reduce_unparented  a RANGE the reduced value does not use leaves the REDUCE (a sum is then
  *                    multiplied by the range's size);
  * reduce_collapse    a REDUCE over one RANGE whose value needs no loop is folded to closed form:
@@ -13,10 +17,12 @@
  *
  * The rules below are pm_reduce_collapse row for row, in its order; its devectorizing row for
  * vector ALUs (no_vectorized_alu) has nothing to do here, where the only vectors are the VECTORIZEs
- * of an UNROLL's values under a REDUCE. */
+ * of an UNROLL's values under a REDUCE (which sym may fold to a vector constant: pm_unroll turns
+ * that back into a VECTORIZE). */
 #include "codegen.h"
 #include "../symbolic/symbolic.h"
 #include <stdio.h>
+#include <string.h>
 
 #define M(n) m_get(m, n)
 #define X UVAR("x")
@@ -248,13 +254,37 @@ static const Rule reduce_rules[] = {
   { UP(.ops = OPS(OP_REDUCE), .name = "red", SRC(UP(), UP())), rw_reduce_collapse },
 };
 
-UOp *lower_reduce_rewrite(UOp *sink) {
+/* an UNROLL's values under a REDUCE stay a VECTORIZE of scalars, which is how the linearizer feeds
+ * them to the accumulator in order; sym folds one of constants to a VCONST, or to a vector CONST
+ * when they are all the same */
+static UOp *rw_unroll_vconst(const Match *m, void *ctx) {
+  UOp *red = M("red"), *vc = red->src[0];
+  if (vc->dtype->count < 2) return NULL;
+  UOp **el = arena_alloc(ga(), sizeof(UOp *) * (size_t)vc->dtype->count);
+  for (int i = 0; i < vc->dtype->count; i++) el[i] = u_const(dt_scalar_of(vc->dtype), vc->op == OP_VCONST ? vc->arg->items[i] : vc->arg);
+  UOp **s = arena_alloc(ga(), sizeof(UOp *) * (size_t)red->nsrc);
+  memcpy(s, red->src, sizeof(UOp *) * (size_t)red->nsrc);
+  s[0] = uop_new(OP_VECTORIZE, vc->dtype, vc->dtype->count, el, NULL, NULL);
+  return uop_new(OP_REDUCE, red->dtype, red->nsrc, s, red->arg, NULL);
+}
+static const Rule unroll_rules[] = {
+  { UP(.ops = OPS(OP_REDUCE), .name = "red", .allow_any_len = true, SRC(UP(.ops = OPS(OP_VCONST, OP_CONST)))), rw_unroll_vconst },
+};
+static PM *pm_unroll;
+
+UOp *lower_simplify(UOp *sink) {
   if (!pm_reduce) {
     sym_init();
     PM *parts[2] = {pm_new(reduce_collapse_rules, RULES_N(reduce_collapse_rules)), pm_sym};
     pm_reduce_collapse = pm_concat(2, parts);
     pm_reduce = pm_new(reduce_rules, RULES_N(reduce_rules));
+    pm_unroll = pm_new(unroll_rules, RULES_N(unroll_rules));
   }
+  /* tinygrad's "initial symbolic": sym on the whole kernel, values included (its float folds, like
+   * (x*c1)*c2 -> x*(c1*c2), decide how the C compiler contracts and rounds) */
+  sink = graph_rewrite(sink, pm_sym, NULL, false, NULL);
   if (!graph_has(sink, OP_REDUCE, OP_REDUCE)) return sink;
+  sink = graph_rewrite(sink, pm_unroll, NULL, false, NULL);
+  /* its "remove_reduce": pm_reduce's REDUCE simplifications */
   return graph_rewrite(sink, pm_reduce, NULL, false, NULL);
 }

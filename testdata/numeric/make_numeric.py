@@ -85,3 +85,12 @@ gi = Tensor(rc.integers(0, 50, (6, 7), dtype=np.int32)).realize()
 cnt = Tensor(rc.integers(-5, 300, (40,), dtype=np.int32)).realize()
 case("reduce_collapse", [emb(tok), src.gather(1, gi), Tensor.arange(3000), Tensor.arange(0, 10, 0.1), Tensor.arange(7, 2000, 3).float() * 0.5,
                          (Tensor.arange(256).reshape(1, 256) < cnt.reshape(40, 1)).sum(1), cnt.one_hot(300).sum(0)])
+
+# unrolled_consts: average pools with ceil_mode, whose divisor kernel sums constant ones under an
+# UNROLL; sym folds the unrolled constants to one vector constant (VCONST, or a vector CONST when
+# all are equal), which tgc's lowering must still feed to the accumulator one by one
+ru = np.random.default_rng(13)
+xp = Tensor(ru.standard_normal((1, 1, 6, 6), dtype=np.float32)).realize()
+xq = Tensor(ru.standard_normal((1, 2, 7, 7), dtype=np.float32)).realize()
+case("unrolled_consts", [xp.avg_pool2d(kernel_size=k, stride=3, padding=1, ceil_mode=True, count_include_pad=c)
+                         for k in ((3, 3), (3, 2), 4) for c in (True, False)] + [xq.avg_pool2d(kernel_size=(2, 2), stride=2, ceil_mode=True)])
