@@ -212,7 +212,7 @@ const ShapeTracker *concrete_st(const ShapeTracker *st, const VarVals *vv) {
   return st_intern(st->nviews, vs);
 }
 
-static DriverRunOpts run_opts = {1, 0, false, 0, NULL};
+static DriverRunOpts run_opts = {1, 0, false, 0, NULL, false};
 void driver_run_options(DriverRunOpts o) { run_opts = o; }
 static int cpu_threads(void) {
   if (run_opts.threads > 0) return run_opts.threads;
@@ -246,6 +246,7 @@ static void profile_items(Runtime *rt, const Schedule *s, DriverRun *r, const do
 static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
   Runtime *rt = rt_new(g);
   rt->threads = cpu_threads();
+  rt->exact = run_opts.exact;
   rt->beam = run_opts.beam;
   rt->log = run_opts.log;
   VarVals svv;

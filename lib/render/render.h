@@ -47,6 +47,9 @@ typedef struct RenderBackend {
    * simd reduction(+:acc...)" (compile with -fopenmp-simd or -fopenmp), which lets the compiler
    * vectorize the sum (reassociating it, as tinygrad's UNROLL/GROUP opts do) */
   bool simd;
+  /* C backend: every float sum in tinygrad's serial order, as its CPU backend adds (`--exact`): no
+   * simd reductions and no loop fission, so values are tinygrad's bits and reductions run slower */
+  bool exact;
   /* four float32 loads of one buffer at base+c..base+c+3 under one mask in one block become one
    * 16-byte vector load and its lanes, as tinygrad's float4 loads: vec4_type names the vector,
    * vec4_load is a printf format of (buffer, offset), vec4_zero the value where the mask is false

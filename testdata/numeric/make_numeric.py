@@ -11,13 +11,14 @@ Device.DEFAULT = "CPU"
 
 here = pathlib.Path(__file__).resolve().parent
 
-def case(name, tensors):
-  g = here / f"{name}.graph.json"
+def case(name, tensors, where=None):
+  where = where or here
+  g = where / f"{name}.graph.json"
   tgc_graph.export(tensors, g, with_data="inline")
   # the oracle runs in a fresh process: in this one tinygrad's global metadata table still holds the
   # live tensors' entries, which would leak into the kernels' metadata
   subprocess.run([sys.executable, str(here.parents[1] / "tools" / "tgc_graph.py"), "oracle", str(g),
-                  "-o", str(here / f"{name}.expect.json")], check=True)
+                  "-o", str(where / f"{name}.expect.json")], check=True)
 
 a = Tensor([2147483647, -2147483648, 123456789, -5, 1 << 30, 7], dtype=dtypes.int32).realize()
 b = Tensor([1, -1, 987654321, 2147483647, 3, -2147483648], dtype=dtypes.int32).realize()
@@ -94,3 +95,14 @@ xp = Tensor(ru.standard_normal((1, 1, 6, 6), dtype=np.float32)).realize()
 xq = Tensor(ru.standard_normal((1, 2, 7, 7), dtype=np.float32)).realize()
 case("unrolled_consts", [xp.avg_pool2d(kernel_size=k, stride=3, padding=1, ceil_mode=True, count_include_pad=c)
                          for k in ((3, 3), (3, 2), 4) for c in (True, False)] + [xq.avg_pool2d(kernel_size=(2, 2), stride=2, ceil_mode=True)])
+
+# testdata/exact/cancel_sums (not a `make conformance` case: the default CPU kernels reorder float
+# sums): rows of +-1e5, in runs of four, with small noise sum to a small value by cancellation, so
+# the order of the additions decides the result; `tgc run --exact` must give tinygrad's values
+# (tests/cli.sh checks it does, and that the default vectorized sums do not)
+rx = np.random.default_rng(17)
+base = np.where(np.arange(1024) // 4 % 2 == 0, 1e5, -1e5).astype(np.float32)
+xc = Tensor((base[None, :] + rx.standard_normal((64, 1024)).astype(np.float32) * 0.37).astype(np.float32)).realize()
+exact_dir = here.parent / "exact"
+exact_dir.mkdir(exist_ok=True)
+case("cancel_sums", [xc.sum(1), (xc * 0.5).sum(1) + 1, xc.mean(1)], where=exact_dir)
