@@ -277,7 +277,8 @@ UOp *lower_simplify(UOp *sink) {
     sym_init();
     PM *parts[2] = {pm_new(reduce_collapse_rules, RULES_N(reduce_collapse_rules)), pm_sym};
     pm_reduce_collapse = pm_concat(2, parts);
-    pm_reduce = pm_new(reduce_rules, RULES_N(reduce_rules));
+    PM *rparts[2] = {pm_new(reduce_rules, RULES_N(reduce_rules)), pm_sym};
+    pm_reduce = pm_concat(2, rparts);
     pm_unroll = pm_new(unroll_rules, RULES_N(unroll_rules));
   }
   /* tinygrad's "initial symbolic": sym on the whole kernel, values included (its float folds, like
@@ -285,6 +286,7 @@ UOp *lower_simplify(UOp *sink) {
   sink = graph_rewrite(sink, pm_sym, NULL, false, NULL);
   if (!graph_has(sink, OP_REDUCE, OP_REDUCE)) return sink;
   sink = graph_rewrite(sink, pm_unroll, NULL, false, NULL);
-  /* its "remove_reduce": pm_reduce's REDUCE simplifications */
-  return graph_rewrite(sink, pm_reduce, NULL, false, NULL);
+  /* its "remove_reduce": pm_reduce (the REDUCE simplifications, then sym again over what they left) */
+  sink = graph_rewrite(sink, pm_reduce, NULL, false, NULL);
+  return graph_rewrite(sink, pm_unroll, NULL, false, NULL);
 }
