@@ -211,6 +211,39 @@ Test(codegen, reduce_collapse) {
   }
   uop_ctx_free(c);
 }
+/* several UNROLLs feed the accumulator in tinygrad's expansion order: each UNROLL moves its axis to
+ * the end of the shape, so the last one applied varies fastest. numeric.conv2d_groups' kernel gets
+ * UNROLL:2:0,UNROLL:1:0 (kx, then ky) and tinygrad's rendered kernel adds the 3x3 window kx-major:
+ * input offsets 0, 12, 24, 1, 13, 25, 2, 14, 26 (rows of 12); tgc added them row by row */
+static int64_t const_offset(UOp *idx) {
+  return idx->op == OP_ADD && idx->src[1]->op == OP_CONST ? idx->src[1]->arg->i : 0;
+}
+Test(codegen, unroll_order) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/numeric/numeric.conv2d_groups.c13b71.expect.json", oracle());
+  UCtx *c = uop_ctx_new();
+  const Program *ps[4];
+  cr_assert_eq(lower_ok(path, ps, 4), 1);
+  cr_expect_str_eq(kopt_format(ga(), ps[0]->nopts, ps[0]->opts), "UNROLL:2:0,UNROLL:1:0");
+  const int64_t want[9] = {0, 12, 24, 1, 13, 25, 2, 14, 26};
+  int n = 0;
+  for (int i = 0; i < ps[0]->ninst && n < 9; i++) {
+    const LInst *in = &ps[0]->inst[i];
+    if (in->kind != LK_ACCUM) continue;
+    UOp *v = in->aux, *ld = NULL;
+    cr_assert_eq(v->op, OP_MUL);
+    for (int k = 0; k < 2; k++) {
+      UOp *x = v->src[k];
+      if (x->op == OP_LOAD && x->src[0]->src[0]->op == OP_DEFINE_GLOBAL && x->src[0]->src[0]->arg->i == 1) ld = x;
+    }
+    cr_assert(ld != NULL, "update %d reads no input value", n);
+    cr_expect_eq(const_offset(ld->src[0]->src[1]), want[n], "update %d reads input offset %lld, tinygrad's %lld", n,
+                 (long long)const_offset(ld->src[0]->src[1]), (long long)want[n]);
+    n++;
+  }
+  cr_expect_eq(n, 9);
+  uop_ctx_free(c);
+}
 /* k-blocking (render/loops.c): testdata/numeric/matmul_kblock's reduce steps over four rows of B,
  * 4 KB, per iteration: the reduce runs in blocks of 8 around the column loop, each accumulator
  * resuming from its partial in the output; a backend without kblock keeps the plain nest (values:

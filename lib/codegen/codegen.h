@@ -151,9 +151,10 @@ int kopt_heuristic(Arena *a, const KAxes *k, const KTarget *t, KOpt *out);
 int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *t, int lanes, int n, KOpt *opts);
 /* apply opts: per F axis the upcast/unroll factor (1: none) into fac, and grp[f] the first F axis of
  * a group that runs as one merged loop (a split that does not fall on whole F axes; fac of that
- * first axis is the group's), else -1; false with why when an opt does not apply (tinygrad's
- * KernelOptError) */
-bool kopt_factors(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int *fac, int *grp, char *why, size_t wn);
+ * first axis is the group's), else -1; ord (may be NULL) gets the index of the first opt that split
+ * the axis (-1: none), which orders unrolled values as tinygrad expands them (a later UNROLL's axis
+ * varies fastest); false with why when an opt does not apply (tinygrad's KernelOptError) */
+bool kopt_factors(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int *fac, int *grp, int *ord, char *why, size_t wn);
 /* the PADTOs of opts v (which apply): per F axis its padded size into fto (0: not padded); the
  * number of F axes padded */
 int kopt_pads(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int64_t *fto);

@@ -43,6 +43,7 @@ typedef struct LCtx {
   int out_rec;           /* where the last STORE's pair is in recs (it is sts[0], not a buffer again) */
   UOp *out_idx, *out_valid; /* the last STORE's: Kernel.sts[0] */
   const int *fac; int nfac; /* per full-shape axis the opts' upcast/unroll factor (NULL: no opts) */
+  const int *ford;          /* per full-shape axis the index of the opt that split it (kopt_factors' ord), or NULL */
   const int *grp;        /* per full-shape axis: the first axis of its merged loop, or -1 */
   const Sint *fsz;       /* the full shape without opts (the axes fac and grp index) */
   const int64_t *fto;    /* PADTO: per full-shape axis its padded size (0: not padded; NULL: none) */
@@ -572,7 +573,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
     for (int k = 0; k < xs->n; k++) base[k] = k < n ? idx[k] : uop_const_int(dt_int, 0);
     f->ranges = arena_alloc(c->a, sizeof(UOp *) * (size_t)(ax->n + 1));
     f->nr = 0;
-    int nu = 0, *ua = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1));
+    int nu = 0, *ua = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1)), *ufa = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1));
     int64_t combos = 1, *uk = arena_alloc(c->a, sizeof(int64_t) * (size_t)(ax->n + 1));
     UOp **ur = arena_alloc(c->a, sizeof(UOp *) * (size_t)(ax->n + 1));
     /* a merged reduce group (grp): its axes of this reduce, by full-shape axis */
@@ -612,7 +613,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
         gS[ngrp] = S; gP[ngrp] = P;
         UOp *r = P / K == 1 ? NULL : reduce_range(c, u, a, fa, si(P / K));
         if (r) f->ranges[f->nr++] = r;
-        ua[nu] = -1 - ngrp; uk[nu] = K; ur[nu] = r; nu++; combos *= K;
+        ua[nu] = -1 - ngrp; ufa[nu] = fa; uk[nu] = K; ur[nu] = r; nu++; combos *= K;
         ngrp++;
         gstart[ngrp] = ng;
         continue;
@@ -622,9 +623,18 @@ static void lower_prepare(LCtx *c, Frame *f) {
       Sint end = K > 1 ? si(full.c / K) : full;
       UOp *r = si_is_int(end) && end.c == 1 ? NULL : reduce_range(c, u, a, fa, end);
       if (r) f->ranges[f->nr++] = r;
-      if (K > 1) { ua[nu] = a; uk[nu] = K; ur[nu] = r; nu++; combos *= K; }
+      if (K > 1) { ua[nu] = a; ufa[nu] = fa; uk[nu] = K; ur[nu] = r; nu++; combos *= K; }
       else base[a] = r;
     }
+    /* the unrolled values reach the accumulator in tinygrad's expansion order: each UNROLL moves its
+     * axis to the end of the shape, so the axis of the last one applied varies fastest (a conv's
+     * UNROLL:2:0,UNROLL:1:0 adds kx-major, ky-minor), not the axes' own order */
+    for (int i = 1; c->ford && i < nu; i++)
+      for (int j = i; j > 0 && c->ford[ufa[j - 1]] > c->ford[ufa[j]]; j--) {
+        int ta = ua[j], tf = ufa[j]; int64_t tk = uk[j]; UOp *tr = ur[j];
+        ua[j] = ua[j - 1]; ufa[j] = ufa[j - 1]; uk[j] = uk[j - 1]; ur[j] = ur[j - 1];
+        ua[j - 1] = ta; ufa[j - 1] = tf; uk[j - 1] = tk; ur[j - 1] = tr;
+      }
     f->nch = (int)combos;
     f->chn = arena_alloc(c->a, sizeof(UOp *) * (size_t)combos);
     f->chk = arena_alloc(c->a, sizeof(UOp *) * (size_t)combos);
@@ -1271,9 +1281,9 @@ void lower_opt_config(const KOptCfg *cfg) { opt_cfg = *cfg; }
 
 /* lower every STORE of ast (at every upcast index vector when fac is given, thread lowering when pc
  * is) into c */
-static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const int64_t *fto, const KAxes *k,
+static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const int *ford, const int64_t *fto, const KAxes *k,
                        const KPieces *pc, const KTarget *tg, int *nstores, UOp ***stores_out) {
-  *c = (LCtx){.a = a, .fac = fac, .grp = grp, .fto = fto, .nfac = k ? k->nf : 0, .fsz = k ? k->fsize : NULL, .pc = pc, .kx = k};
+  *c = (LCtx){.a = a, .fac = fac, .ford = ford, .grp = grp, .fto = fto, .nfac = k ? k->nf : 0, .fsz = k ? k->fsize : NULL, .pc = pc, .kx = k};
   map_init(&c->shapes, a);
   map_init(&c->memo, a);
   map_init(&c->rmap, a);
@@ -1342,12 +1352,12 @@ static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, 
 }
 
 /* lower_pass with opts; NULL (tg_last_error says why) when a TG_EINTERNAL check refuses them */
-static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const int64_t *fto, const KAxes *k, const KPieces *pc,
+static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const int *ford, const int64_t *fto, const KAxes *k, const KPieces *pc,
                            const KTarget *tg, int *nstores, UOp ***stores) {
   UOp *volatile r = NULL;
   TgTry t;
   if (TG_TRY(t)) {
-    r = lower_pass(c, a, ast, topo, fac, grp, fto, k, pc, tg, nstores, stores);
+    r = lower_pass(c, a, ast, topo, fac, grp, ford, fto, k, pc, tg, nstores, stores);
     if (c->nf != k->nf) tg_fail(TG_EINTERNAL, "opts changed the kernel's axes");
     tg_try_end(&t);
   } else if (tg_last_error.code != TG_EINTERNAL) {
@@ -1362,7 +1372,7 @@ static bool thread_opt(const KOpt *o) { return o->op == KOPT_LOCAL || o->op == K
 
 /* the opts for this kernel (the heuristic's or the user's), as factors on c's axes or (opts with
  * thread indices) as pieces; n = 0: none */
-static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, const KTarget *tg, KOpt *opts, int **fac, int **grp, KPieces *pc) {
+static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, const KTarget *tg, KOpt *opts, int **fac, int **grp, int **ford, KPieces *pc) {
   pc->v = NULL;
   if (cfg->mode == KOPT_NONE) return 0;
   /* stores of another shape than the output's, or more than one: keep tinygrad's NOOPT loops */
@@ -1390,8 +1400,9 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, co
   }
   *fac = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
   *grp = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
-  bool ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, why, sizeof why);
-  if (!ok && n > nheur) { n = nheur; ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, why, sizeof why); } /* the CPU step's added opts fail: the heuristic's alone */
+  *ford = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
+  bool ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, *ford, why, sizeof why);
+  if (!ok && n > nheur) { n = nheur; ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, *ford, why, sizeof why); } /* the CPU step's added opts fail: the heuristic's alone */
   if (!ok) {
     if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
     return 0;
@@ -1453,14 +1464,14 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
   check_ast(topo);
   int nst;
   UOp **stores;
-  UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, NULL, NULL, tg, &nst, &stores);
+  UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, NULL, NULL, NULL, tg, &nst, &stores);
   bool has_reduce = c.reds.n > 0;
   KAxes kx;
   kernel_axes(&c, topo, &kx);
   const char *nm = kernel_name(&c, ast, has_reduce, &kx);
   KOpt opts[KOPT_MAX];
   KPieces pc;
-  int *fac = NULL, *grp = NULL, nopt = choose_opts(&c, ast, &kx, cfg, tg, opts, &fac, &grp, &pc);
+  int *fac = NULL, *grp = NULL, *ford = NULL, nopt = choose_opts(&c, ast, &kx, cfg, tg, opts, &fac, &grp, &ford, &pc);
   bool threads = false;
   /* PADTO: the opts lower the padded kernel */
   int64_t *fto = nopt ? arena_alloc(a, sizeof(int64_t) * (size_t)(kx.nf + 1)) : NULL;
@@ -1468,7 +1479,7 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
   if (nopt) {
     LCtx c2;
     int nst2;
-    UOp **stores2, *l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, fto, &kx, pc.v ? &pc : NULL, tg, &nst2, &stores2);
+    UOp **stores2, *l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, ford, fto, &kx, pc.v ? &pc : NULL, tg, &nst2, &stores2);
     if (!l2 && getenv("TGC_DEBUG_OPTS")) fprintf(stderr, "opts: %s do not lower: %s\n", kopt_format(a, nopt, opts), tg_last_error.msg);
     if (!l2 && pc.v && cfg->mode != KOPT_LIST) {
       /* the heuristic's thread opts do not lower here: its UPCAST/UNROLL ones alone (LOCALs and
@@ -1480,9 +1491,10 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
       char why[256];
       fac = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
       grp = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
-      nopt = m && kopt_factors(a, &kx, tg, m, opts, fac, grp, why, sizeof why) ? m : 0;
+      ford = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
+      nopt = m && kopt_factors(a, &kx, tg, m, opts, fac, grp, ford, why, sizeof why) ? m : 0;
       pc.v = NULL;
-      if (nopt) l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, fto, &kx, NULL, tg, &nst2, &stores2);
+      if (nopt) l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, ford, fto, &kx, NULL, tg, &nst2, &stores2);
     }
     if (l2) { c = c2; lsink = l2; nst = nst2; stores = stores2; threads = pc.v != NULL; }
     else if (cfg->mode == KOPT_LIST) {

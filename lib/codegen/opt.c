@@ -525,14 +525,14 @@ int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *tg, int lanes, int n,
   return n + next;
 }
 
-bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, int *fac, int *grp, char *why, size_t wn) {
+bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, int *fac, int *grp, int *ord, char *why, size_t wn) {
   if (k->n > 64) { snprintf(why, wn, "more than 64 axes"); return false; }
   Model m;
   if (!model_replay(a, k, tg, n, v, &m, why, wn)) return false;
   for (int i = 0; i < n; i++)
     if (v[i].op != KOPT_UPCAST && v[i].op != KOPT_UNROLL && v[i].op != KOPT_NOLOCALS && v[i].op != KOPT_PADTO) { snprintf(why, wn, "%s needs thread indices", opt_names[v[i].op]); return false; }
   int64_t *rem = arena_alloc(a, sizeof(int64_t) * (size_t)(k->nf + 1));
-  for (int f = 0; f < k->nf; f++) { fac[f] = 1; grp[f] = -1; rem[f] = si_is_int(k->fsize[f]) ? k->fsize[f].c : -1; }
+  for (int f = 0; f < k->nf; f++) { fac[f] = 1; grp[f] = -1; rem[f] = si_is_int(k->fsize[f]) ? k->fsize[f].c : -1; if (ord) ord[f] = -1; }
   for (int mg = 0; mg < k->n; mg++) if (m.padto[mg] && k->lo[mg] == k->hi[mg]) rem[k->kept[k->lo[mg]]] = m.padto[mg];
   for (int mg = 0; mg < k->n; mg++) {
     /* the splits of merged axis mg, innermost first, each from the innermost axis with room */
@@ -545,8 +545,9 @@ bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt
       for (int i = k->hi[mg]; i >= k->lo[mg] && amt > 1 && ok; i--) {
         int f = k->kept[i];
         if (rem[f] == 1) continue;
-        if (rem[f] < 1) ok = false;
-        else if (rem[f] % amt == 0) { rem[f] /= amt; fac[f] *= (int)amt; amt = 1; }
+        if (rem[f] < 1) { ok = false; continue; }
+        if (ord && ord[f] < 0) ord[f] = s;
+        if (rem[f] % amt == 0) { rem[f] /= amt; fac[f] *= (int)amt; amt = 1; }
         else if (amt % rem[f] == 0) { amt /= rem[f]; fac[f] *= (int)rem[f]; rem[f] = 1; }
         else ok = false;
       }
@@ -554,9 +555,11 @@ bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt
     }
     if ((ok || total == 1) && !(m.padto[mg] && k->hi[mg] > k->lo[mg])) continue;
     /* not on whole loop axes: the group runs as one loop over the merged axis instead */
-    int lead = k->kept[k->lo[mg]];
-    for (int i = k->lo[mg]; i <= k->hi[mg]; i++) { int f = k->kept[i]; fac[f] = 1; grp[f] = lead; }
+    int lead = k->kept[k->lo[mg]], first = -1;
+    for (int s = 0; s < m.nsplit && first < 0; s++) if (m.split_m[s] == mg) first = s;
+    for (int i = k->lo[mg]; i <= k->hi[mg]; i++) { int f = k->kept[i]; fac[f] = 1; grp[f] = lead; if (ord) ord[f] = -1; }
     fac[lead] = (int)total;
+    if (ord) ord[lead] = first;
   }
   return true;
 }
