@@ -629,8 +629,11 @@ static void lower_prepare(LCtx *c, Frame *f) {
     /* the unrolled values reach the accumulator in tinygrad's expansion order: each UNROLL moves its
      * axis to the end of the shape, so the axis of the last one applied varies fastest (a conv's
      * UNROLL:2:0,UNROLL:1:0 adds kx-major, ky-minor), not the axes' own order */
-    for (int i = 1; c->ford && i < nu; i++)
-      for (int j = i; j > 0 && c->ford[ufa[j - 1]] > c->ford[ufa[j]]; j--) {
+    int *uo = arena_alloc(c->a, sizeof(int) * (size_t)(nu + 1));
+    for (int i = 0; i < nu; i++) uo[i] = c->ford && ufa[i] >= 0 && ufa[i] < c->nfac ? c->ford[ufa[i]] : -1;
+    for (int i = 1; i < nu; i++)
+      for (int j = i; j > 0 && uo[j - 1] > uo[j]; j--) {
+        int to = uo[j]; uo[j] = uo[j - 1]; uo[j - 1] = to;
         int ta = ua[j], tf = ufa[j]; int64_t tk = uk[j]; UOp *tr = ur[j];
         ua[j] = ua[j - 1]; ufa[j] = ufa[j - 1]; uk[j] = uk[j - 1]; ur[j] = ur[j - 1];
         ua[j - 1] = ta; ufa[j - 1] = tf; uk[j - 1] = tk; ur[j - 1] = tr;
