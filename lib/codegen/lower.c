@@ -497,9 +497,12 @@ static UOp *group_reduce(LCtx *c, UOp *u, const Frame *f, UOp *part) {
 
 /* st_to_indexed_uops at an index vector of n indices: one per dimension of st, or the AST's shapes
  * disagree (a graph's own KERNEL rows can make them) */
-static void index_st(const ShapeTracker *st, UOp *const *idx, int n, UOp **fi, UOp **valid) {
+static void check_rank(const ShapeTracker *st, int n) {
   int rank = st_shape(st).n;
   if (rank != n) tg_fail(TG_EINPUT, "kernel AST: a view of %d dimensions is read at %d indices (its shape is not its user's)", rank, n);
+}
+static void index_st(const ShapeTracker *st, UOp *const *idx, int n, UOp **fi, UOp **valid) {
+  check_rank(st, n);
   st_to_indexed_uops(st, idx, fi, valid);
 }
 
@@ -538,9 +541,19 @@ static void lower_prepare(LCtx *c, Frame *f) {
   }
   case OP_VIEW: {
     UOp *x = u->src[0], *fi, *valid;
-    index_st(u->arg->st, idx, n, &fi, &valid);
-    if (x->op == OP_LOAD && x->src[0]->op == OP_DEFINE_GLOBAL) { rec_index(c, u, fi, valid, u->arg->st); f->done = load_of(x, x->src[0], fi, valid_and(valid, pv)); return; }
+    if (x->op == OP_LOAD && x->src[0]->op == OP_DEFINE_GLOBAL) {
+      index_st(u->arg->st, idx, n, &fi, &valid);
+      rec_index(c, u, fi, valid, u->arg->st);
+      f->done = load_of(x, x->src[0], fi, valid_and(valid, pv));
+      return;
+    }
     if (x->op == OP_DEFINE_GLOBAL) tg_fail(TG_EINPUT, "VIEW of a DEFINE_GLOBAL used as a value");
+    /* the source's indices from the view's flat offset, simplified before any int64 upcast (tinygrad
+     * composes the view into the buffers' ShapeTrackers instead: a flat offset past int32 must not
+     * leave casts that stop the divisions from folding); the mask is upcast as index_st's is */
+    check_rank(u->arg->st, n);
+    st_to_indexed_uops_int(u->arg->st, idx, &fi, &valid);
+    valid = st_index_upcast(valid);
     /* tinygrad pushes this view onto the buffers below; its mask blocks the same merges */
     if (!is_true(valid)) rec_index(c, u, uop_const_int(dt_int, 0), valid, u->arg->st);
     f->valid = valid;
@@ -548,12 +561,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
     int xn = xs ? xs->n : 0;
     UOp **ni = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xn + 1));
     if (xs) {
-      /* the source's indices from the view's flat offset, simplified before any int64 upcast (tinygrad
-       * composes the view into the buffers' ShapeTrackers instead: a flat offset past int32 must
-       * not leave casts that stop the divisions from folding) */
-      UOp *raw, *rv;
-      st_to_indexed_uops_int(u->arg->st, idx, &raw, &rv);
-      unravel(xs, raw, ni);
+      unravel(xs, fi, ni);
       for (int k = 0; k < xn; k++) ni[k] = st_index_upcast(ni[k]);
     }
     f->nch = 1;
