@@ -88,7 +88,20 @@ static const Sint *pairs_of_value(const Value *arg, int ndim, const char *what) 
   }
   return out;
 }
+/* tinygrad's View movement methods are functools.cache'd: so is this, on (st, arg), a memo per op */
+static const ShapeTracker *st_mop_uncached(const ShapeTracker *st, Op op, const Value *arg);
 const ShapeTracker *st_mop(const ShapeTracker *st, Op op, const Value *arg) {
+  static const Op mops[] = {OP_RESHAPE, OP_EXPAND, OP_PERMUTE, OP_PAD, OP_SHRINK, OP_FLIP};
+  int slot = -1;
+  for (int i = 0; i < 6; i++) if (mops[i] == op) slot = PMEMO_ST_MOP + i;
+  if (slot < 0) return st_mop_uncached(st, op, arg);
+  const void *r;
+  if (pmemo_get(slot, st, st->id, arg, arg->id, &r)) return r;
+  const ShapeTracker *ret = st_mop_uncached(st, op, arg);
+  pmemo_put(slot, st, st->id, arg, arg->id, ret);
+  return ret;
+}
+static const ShapeTracker *st_mop_uncached(const ShapeTracker *st, Op op, const Value *arg) {
   int nd = last(st)->ndim;
   switch (op) {
   case OP_RESHAPE: return st_reshape(st, sl_of_value(arg));
