@@ -105,9 +105,10 @@ UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg
   UProbe p = {op, dt, nsrc, src, arg, tag};
   UOp *f = iset_find(&uctx->uops, h, uop_eq, &p);
   if (f) return f;
-  UOp *u = arena_alloc(ga(), sizeof *u);
+  UOp *u = arena_alloc_raw(ga(), sizeof *u + sizeof(UOp *) * (size_t)nsrc);
+  memset(u, 0, sizeof *u);
   u->op = (uint8_t)op; u->nsrc = nsrc; u->dtype = dt; u->arg = arg; u->tag = tag;
-  u->src = nsrc ? arena_dup(ga(), src, sizeof(UOp *) * (size_t)nsrc) : NULL;
+  if (nsrc) memcpy((UOp **)u->src, src, sizeof(UOp *) * (size_t)nsrc);
   u->id = uctx->next_id++;
   iset_add(&uctx->uops, h, u);
   return u;

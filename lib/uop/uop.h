@@ -151,7 +151,6 @@ struct UOp {
   uint32_t id;                 /* creation order within the context */
   uint32_t walk;               /* lib/uop toposort: the epoch of the walk that last emitted this node */
   const DType *dtype;
-  UOp *const *src;
   const Value *arg, *tag;      /* never NULL: v_none() when absent */
   MetaList meta;               /* tinygrad's all_metadata side table (not part of identity) */
   /* lazily computed caches, owned by the stages that fill them */
@@ -161,6 +160,7 @@ struct UOp {
   uint32_t rw_epoch;           /* lib/rewrite: the graph rewrite whose entries rw[] holds (0: none; see pm.c) */
   UOp *rw[3];                  /* lib/rewrite: that rewrite's replace, pm cache and bpm cache entries */
   void *cache[2];              /* cache[0]: lib/symbolic (_min_max), cache[1]: lib/symbolic (simplify) */
+  UOp *const src[];            /* nsrc sources, stored in the node itself */
 };
 _Static_assert(OP_COUNT <= 256, "UOp.op is a byte");
 #define UOP_MAX_SRC (1 << 28)
@@ -212,7 +212,7 @@ typedef struct UCtx {
   uint32_t next_id;
   int64_t next_unique;         /* UNIQUE counter for buffers the scheduler creates */
   Options opt;
-  void *memo[4];               /* per-context caches of pure functions, owned by stages: memo[0..1] lib/shape (View.__add__, ShapeTracker.__add__) */
+  void *memo[8];               /* per-context caches of pure functions, owned by stages: lib/shape's (View.__add__, ShapeTracker.__add__, movement ops) */
   uint32_t walk_epoch; int walk_depth; /* toposort: the running walk's epoch, how many walks are open */
   void *walk_stack; size_t walk_cap;   /* toposort: the outermost walk's (node, visited) stack, reused */
   const Value *vsmall[132];    /* lib/uop: interned None, False, True and the ints -1..127, once looked up */
