@@ -459,7 +459,7 @@ static void rctx_init(RCtx *r, const PM *pm, const PM *bpm, void *ctx) {
 static void rctx_done(RCtx *r) { uctx->rw_depth = r->depth; }
 
 /* the deque loop; a RewriteNotReady from a callback of r->cur unwinds to unified_rewrite */
-static void rewrite_loop(RCtx *r) {
+__attribute__((noinline)) static void rewrite_loop(RCtx *r) {
   while (r->cnt) {
     if (r->cnt >= 200000) tg_fail(TG_EINPUT, "infinite loop in graph_rewrite (stack too big)");
     REnt e = r->q[(r->head + r->cnt - 1) & (r->cap - 1)];
@@ -484,9 +484,20 @@ static void rewrite_loop(RCtx *r) {
           test = cached_rewrite(r, RW_BPM, r->bpm, test);
         }
       }
-      rq_push(r, n, 1, nn);
-      for (int i = nn->nsrc - 1; i >= 0; i--) rq_push(r, nn->src[i], 0, nn->src[i]);
-    } else if (e.stage == 1) {
+      /* when every source is rewritten already, their entries would pop straight off again and
+       * stage 1 come next: go on with it now (the stack would have held cnt + 1 + nsrc entries) */
+      bool pending = false;
+      for (int i = 0; i < nn->nsrc && !pending; i++) pending = !rs_get(r, nn->src[i], RW_REPLACE);
+      if (pending) {
+        rq_push(r, n, 1, nn);
+        for (int i = nn->nsrc - 1; i >= 0; i--) rq_push(r, nn->src[i], 0, nn->src[i]);
+        continue;
+      }
+      if (r->cnt + 1 + (size_t)nn->nsrc >= 200000) tg_fail(TG_EINPUT, "infinite loop in graph_rewrite (stack too big)");
+      e.stage = 1;
+      r->cur = (REnt){n, nn, 1};
+    }
+    if (e.stage == 1) {
       bool ready = true, same = true;
       if (nn->nsrc > r->tmpcap) {
         r->tmpcap = nn->nsrc * 2;
@@ -512,7 +523,7 @@ static void rewrite_loop(RCtx *r) {
       /* rewrite nsn, then link its result back to n */
       rq_push(r, n, 2, nsn);
       rq_push(r, nsn, 0, nsn);
-    } else {
+    } else if (e.stage == 2) {
       UOp *x = rs_get(r, nn, RW_REPLACE);
       if (!x) { rq_push_front(r, n, 2, nn); continue; } /* RewriteNotReady */
       rs_put(r, n, RW_REPLACE, x);
