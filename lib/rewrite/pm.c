@@ -580,33 +580,53 @@ static void meta_move(UOp *k, UOp *v) {
   uop_set_meta(v, (MetaList){n, out});
 }
 
-UMap graph_rewrite_map_in(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
-  UMap new_map;
-  umap_init(&new_map, out);
+RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const RMap *input_map) {
+  /* every key is a node of sink's graph or of input_map's keys, all older than this call */
+  uint32_t cap = uctx->next_id;
+  RMap nm = {arena_alloc(out, sizeof(UOp *) * (size_t)cap), cap, 0, arena_alloc_raw(out, sizeof(UOp *) * (size_t)cap)};
   ArenaMark mk = arena_mark(&uctx->scratch);
   UList topo = uop_toposort_in(&uctx->scratch, sink, NULL, NULL);
-  map_reserve(&new_map, topo.n + (input_map ? input_map->live : 0));
   NRJump *saved = nr_top;
   RCtx r;
   rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);
   for (int j = 0; j < topo.n; j++) {
     UOp *k = topo.v[bottom_up ? topo.n - 1 - j : j];
     UOp *v = unified_rewrite(&r, k);
-    umap_put(&new_map, k, v);
+    nm.keys[nm.n++] = k;
+    nm.val[k->id] = v;
     if (k != v && k->meta.n) meta_move(k, v);
   }
   rctx_done(&r);
   nr_top = saved;
   arena_pop(&uctx->scratch, mk);
-  if (input_map) {
-    MAP_EACH(input_map, e) {
-      UOp *v = e->val;
-      bool found;
-      UOp *nv = map_get(&new_map, v, uop_h(v), &found);
-      umap_put(&new_map, e->key, found ? nv : v);
-    }
+  /* new_map[k] = new_map.get(v, v) for every input entry: a key already there keeps its place */
+  if (input_map) for (int i = 0; i < input_map->n; i++) {
+    UOp *k = input_map->keys[i], *v = input_map->val[k->id], *nv = rmap_get(&nm, v);
+    if (!nm.val[k->id]) nm.keys[nm.n++] = k;
+    nm.val[k->id] = nv ? nv : v;
   }
-  return new_map;
+  return nm;
+}
+
+UMap rmap_to_umap(const RMap *m, Arena *a) {
+  UMap u;
+  umap_init(&u, a);
+  map_reserve(&u, m->n);
+  for (int i = 0; i < m->n; i++) umap_put(&u, m->keys[i], m->val[m->keys[i]->id]);
+  return u;
+}
+
+UMap graph_rewrite_map_in(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  RMap im = {arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)uctx->next_id), uctx->next_id, 0, NULL};
+  if (input_map) {
+    im.keys = arena_alloc_raw(&uctx->scratch, sizeof(UOp *) * (size_t)(input_map->live + 1));
+    MAP_EACH(input_map, e) { im.keys[im.n++] = e->key; im.val[((UOp *)e->key)->id] = e->val; }
+  }
+  RMap nm = graph_rewrite_rmap(&uctx->scratch, sink, pm, ctx, bottom_up, bpm, input_map ? &im : NULL);
+  UMap ret = rmap_to_umap(&nm, out);
+  arena_pop(&uctx->scratch, mk);
+  return ret;
 }
 UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
   return graph_rewrite_map_in(ga(), sink, pm, ctx, bottom_up, bpm, input_map);

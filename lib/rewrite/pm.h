@@ -79,6 +79,13 @@ UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM 
 UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map);
 /* the same with the returned map's storage in out (kernelize keeps only the newest map alive) */
 UMap graph_rewrite_map_in(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map);
+/* graph_rewrite_map's result as the scheduler chains it: the value of key k at val[k->id] (every
+ * key is older than the rewrite, so cap = uctx->next_id then bounds them) and the keys in the
+ * order of tinygrad's dict (sink's toposort, then input_map's keys that are new) */
+typedef struct RMap { UOp **val; uint32_t cap; int n; UOp **keys; } RMap;
+RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const RMap *input_map);
+static inline UOp *rmap_get(const RMap *m, const UOp *k) { return k->id < m->cap ? m->val[k->id] : NULL; }
+UMap rmap_to_umap(const RMap *m, Arena *a);     /* the same entries as an ordered UMap in a */
 /* UOp.substitute(dvars): dvars maps UOp -> UOp (entries with k == v ignored) */
 UOp *uop_substitute(UOp *root, const UMap *dvars);
 /* RewriteNotReady: called from a callback, abandons this rewrite of the node; graph_rewrite puts

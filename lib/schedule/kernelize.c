@@ -850,55 +850,48 @@ static void fix_assign(UOp *ksink, UMap *assign_rep) {
 }
 
 /* The pass maps chain (each holds every key of the one before), so only the newest is kept:
- * they alternate between two private arenas and the result is copied into the graph arena.
- * `tgc explain` (sched_why) keeps the merge_views map, so then every map stays in ga(). */
+ * they alternate between two private arenas and the result is copied into the graph arena as an
+ * ordered UMap. `tgc explain` (sched_why) keeps the merge_views map, as a UMap in ga(). */
 typedef struct MapPP { Arena a[2]; int cur; } MapPP;
 static Arena *pp_next(MapPP *pp) {
-  if (sched_why) return ga();
   pp->cur ^= 1;
   arena_pop(&pp->a[pp->cur], (ArenaMark){NULL, 0}); /* it held the map before the current one; its first chunk stays */
   return &pp->a[pp->cur];
 }
-static UMap pp_done(MapPP *pp, UMap tm) {
-  UMap r = sched_why ? tm : map_copy(&tm, ga());
-  arena_free(&pp->a[0]);
-  arena_free(&pp->a[1]);
-  return r;
-}
 
 /* kernelize_run's passes; stops after the pass named stop (NULL: all), returning the map */
-static UMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop) {
+static RMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop) {
   // multi + merge_views + simplify
   UMap replace_ctx;
   umap_init(&replace_ctx, ga());
-  UMap tm = graph_rewrite_map_in(pp_next(pp), sink, pm_merge_views_pass, &replace_ctx, false, NULL, NULL);
-  if (sched_why) sched_why->mv = tm;
+  RMap tm = graph_rewrite_rmap(pp_next(pp), sink, pm_merge_views_pass, &replace_ctx, false, NULL, NULL);
+  if (sched_why) sched_why->mv = rmap_to_umap(&tm, ga());
   if (stage_is(stop, "merge_views")) return tm;
 
   // insert contiguous in places determined by the realize map
-  UMap realize_map = group_realizes(umap_get(&tm, sink));
-  tm = graph_rewrite_map_in(pp_next(pp), umap_get(&tm, sink), pm_add_contiguous, &realize_map, true, NULL, &tm);
+  UMap realize_map = group_realizes(rmap_get(&tm, sink));
+  tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_add_contiguous, &realize_map, true, NULL, &tm);
   if (stage_is(stop, "add_contiguous")) return tm;
-  tm = graph_rewrite_map_in(pp_next(pp), umap_get(&tm, sink), pm_finalize, NULL, false, NULL, &tm);
+  tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_finalize, NULL, false, NULL, &tm);
   if (stage_is(stop, "finalize_contiguous")) return tm;
 
   // group into kernels (this is context-free)
-  tm = graph_rewrite_map_in(pp_next(pp), umap_get(&tm, sink), pm_create_kernels, NULL, false, NULL, &tm);
+  tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_create_kernels, NULL, false, NULL, &tm);
   if (stage_is(stop, "create_kernels")) return tm;
 
   // if a kernel depends on a buffer, and that buffer is later assigned to, make the assign depend on the kernel's assign
   UMap assign_rep;
   umap_init(&assign_rep, ga());
-  fix_assign(umap_get(&tm, sink), &assign_rep);
-  if (assign_rep.live) tm = graph_rewrite_map_in(pp_next(pp), umap_get(&tm, sink), pm_substitute, &assign_rep, true, NULL, &tm);
+  fix_assign(rmap_get(&tm, sink), &assign_rep);
+  if (assign_rep.live) tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_substitute, &assign_rep, true, NULL, &tm);
   if (stage_is(stop, "fix_assign")) return tm;
 
   // finally, create the AST for kernels
-  tm = graph_rewrite_map_in(pp_next(pp), umap_get(&tm, sink), pm_create_ast, NULL, true, NULL, &tm);
+  tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_create_ast, NULL, true, NULL, &tm);
 
   // verify Kernels match the spec
   ArenaMark mk = arena_mark(&uctx->scratch);
-  type_verify_tensor(uop_toposort_in(&uctx->scratch, umap_get(&tm, sink), NULL, NULL));
+  type_verify_tensor(uop_toposort_in(&uctx->scratch, rmap_get(&tm, sink), NULL, NULL));
   arena_pop(&uctx->scratch, mk);
   return tm;
 }
@@ -913,9 +906,12 @@ static UMap kernelize_run(UOp *sink, const char *stop) {
     TgErr e = tg_last_error;
     tg_fail(e.code, "%s", e.msg);
   }
-  UMap tm = kernelize_passes(&pp, sink, stop);
+  RMap tm = kernelize_passes(&pp, sink, stop);
   tg_try_end(&t);
-  return pp_done(&pp, tm);
+  UMap r = rmap_to_umap(&tm, ga());
+  arena_free(&pp.a[0]);
+  arena_free(&pp.a[1]);
+  return r;
 }
 
 /* get_kernelize_map: every node of sink's graph -> its KERNEL-graph replacement */
