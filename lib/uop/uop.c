@@ -198,7 +198,9 @@ static UList toposort_impl(Arena *a, int nroots, UOp *const *roots, UGate gate, 
           st = ns, cap = nc;
         }
         st[n++] = (TEnt){e.u, true};
-        for (int i = e.u->nsrc - 1; i >= 0; i--) st[n++] = (TEnt){e.u->src[i], false};
+        /* a source emitted already would pop straight off again (outermost walks can tell cheaply) */
+        for (int i = e.u->nsrc - 1; i >= 0; i--)
+          if (nested || e.u->src[i]->walk != epoch) st[n++] = (TEnt){e.u->src[i], false};
       }
     } else {
       if (nested) map_put(&seen, e.u, uop_h(e.u), NULL);
