@@ -19,9 +19,10 @@ static const struct { int prio, size; const char *name, *shortname; } SC[SC_COUN
 const DType *dt_void, *dt_bool, *dt_char, *dt_uchar, *dt_short, *dt_ushort, *dt_int, *dt_uint,
   *dt_long, *dt_ulong, *dt_half, *dt_bfloat16, *dt_float, *dt_double, *dt_fp8e4m3, *dt_fp8e5m2;
 
-/* process-global intern list: small, so a linear scan is fine */
+/* process-global intern list, with a hash index (a model has a pointer dtype per buffer size) */
 static DType *all_dt[4096];
 static int n_dt;
+static int16_t dt_index[8192]; /* all_dt index + 1, 0: empty; open addressing */
 static const DType *scalars[SC_COUNT];
 
 static bool dt_same(const DType *a, const DType *b) {
@@ -33,8 +34,17 @@ static bool dt_same(const DType *a, const DType *b) {
   for (int i = 0; i < a->nshape; i++) if (a->shape[i] != b->shape[i]) return false;
   return true;
 }
+static uint64_t dt_hash(const DType *d) {
+  uint64_t h = hash_mix(hash_mix(hash_mix(hash_mix(0xD7, d->kind), d->scalar), d->count), d->addrspace);
+  h = hash_mix(hash_mix(hash_mix(h, (uint64_t)d->v), (uint64_t)d->size), d->nshape);
+  if (d->kind != DTK_SCALAR && d->base) h = hash_mix(h, d->base->id);
+  if (d->scalar_of) h = hash_mix(h, d->scalar_of->id);
+  return h;
+}
 static const DType *dt_intern(const DType *proto) {
-  for (int i = 0; i < n_dt; i++) if (dt_same(all_dt[i], proto)) return all_dt[i];
+  const size_t m = sizeof dt_index / sizeof *dt_index - 1;
+  size_t p = dt_hash(proto) & m;
+  for (; dt_index[p]; p = (p + 1) & m) if (dt_same(all_dt[dt_index[p] - 1], proto)) return all_dt[dt_index[p] - 1];
   if (n_dt >= (int)(sizeof all_dt / sizeof *all_dt)) tg_fail(TG_EINPUT, "too many distinct dtypes");
   DType *d = malloc(sizeof *d);
   if (!d) tg_fail(TG_EINTERNAL, "out of memory");
@@ -42,6 +52,7 @@ static const DType *dt_intern(const DType *proto) {
   d->id = (uint32_t)n_dt;
   if (d->kind == DTK_SCALAR) d->base = d;
   all_dt[n_dt++] = d;
+  dt_index[p] = (int16_t)n_dt;
   return d;
 }
 
