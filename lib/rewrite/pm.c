@@ -358,12 +358,25 @@ PM *pm_concat(int n, PM *const *pms) {
 UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
   int b = pm->start[u->op], end = pm->start[u->op + 1];
   if (b == end) return NULL;
+  /* the ops of the sources, for the rules' early_reject sets (computed on first use) */
+  bool have_ler = false;
   OpSet ler = {{0, 0}};
-  for (int i = 0; i < u->nsrc; i++) ler = opset_add(ler, (Op)u->src[i]->op);
   Match m;
   for (int i = b; i < end; i++) {
     const PEnt *pe = &pm->ents[i];
-    if (!opset_subset(pe->p->early_reject, ler)) continue;
+    if (pe->p->early_reject.w[0] | pe->p->early_reject.w[1]) {
+      if (!have_ler) {
+        uint64_t w0 = 0, w1 = 0;
+        for (int j = 0; j < u->nsrc; j++) {
+          unsigned o = u->src[j]->op;
+          uint64_t bit = 1ull << (o & 63);
+          if (o < 64) w0 |= bit; else w1 |= bit;
+        }
+        ler = (OpSet){{w0, w1}};
+        have_ler = true;
+      }
+      if (!opset_subset(pe->p->early_reject, ler)) continue;
+    }
     m.root = u; m.n = 0;
     Env e = {pe->fn, ctx};
     UOp *r = mgoal(pe->p, u, NULL, &m, &e);
