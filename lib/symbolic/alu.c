@@ -20,6 +20,8 @@ const Value *as_const(const Value *v, const DType *dt) {
     return r;
   }
   if (v->kind != V_BOOL && v->kind != V_INT && v->kind != V_FLOAT) return v;
+  /* already of the dtype's kind: the conversion gives the same (interned) value back */
+  if ((v->kind == V_INT && v->n == 0 && dt_is_int(dt)) || (v->kind == V_FLOAT && dt_is_float(dt)) || (v->kind == V_BOOL && dt_is_bool(dt))) return v;
   Num x = n_of_value(v);
   if (dt_is_int(dt)) {
     if (x.k == NK_FLOAT) {
