@@ -333,6 +333,31 @@ Test(pm, stack_limit_is_tinygrads) {
   cr_assert(strstr(tg_last_error.msg, "stack too big"));
 }
 
+Test(pm, stack_limit_counts_rewritten_sources) {
+  /* graph_rewrite_map visits the sources first, so the SINK's sources are all rewritten when its
+   * turn comes; tinygrad still pushes them (and the SINK's stage 1) before popping them again:
+   *   s = UOp.sink(*[UOp(Ops.NOOP, dtypes.void, arg=i) for i in range(n)])
+   *   graph_rewrite_map(s, PatternMatcher([(UPat(Ops.CONST), lambda: None)]))
+   * rewrites with n = 199998 and raises "stack too big" with n = 199999 */
+  Rule nv[] = {{UP(.ops = OPS(OP_CONST)), never}};
+  PM *pm = pm_new(nv, 1);
+  for (int n = 199998; n <= 199999; n++) {
+    UOp **src = arena_alloc(ga(), sizeof(UOp *) * (size_t)n);
+    for (int i = 0; i < n; i++) src[i] = uop_new(OP_NOOP, dt_void, 0, NULL, v_int(i), NULL);
+    UOp *s = uop_sink(n, src, NULL);
+    TgTry t;
+    if (TG_TRY(t)) {
+      UMap m = graph_rewrite_map(s, pm, NULL, false, NULL, NULL);
+      tg_try_end(&t);
+      cr_assert_eq(n, 199998, "n = %d rewrote", n);
+      cr_assert_eq(umap_get(&m, s), s);
+    } else {
+      cr_assert_eq(n, 199999, "n = %d: %s", n, tg_last_error.msg);
+      cr_assert(strstr(tg_last_error.msg, "stack too big"));
+    }
+  }
+}
+
 typedef struct NRCtx { Log l; int raised; } NRCtx;
 static UOp *not_ready_twice(const Match *m, void *ctx) {
   NRCtx *n = ctx;
