@@ -397,6 +397,7 @@ typedef struct RCtx {
   const PM *pm, *bpm; void *ctx;
   uint32_t epoch;                 /* 0: takes no node over (too deeply nested), everything in fb */
   int depth;                      /* uctx->rw_depth when this rewrite started */
+  int memo;                       /* >= 0: UOp.cache[memo] holds each node's result (graph_rewrite_memo) */
   int nfb; UMap fb[3];            /* entries of nodes an enclosing rewrite holds */
   REnt cur;                       /* the entry whose callbacks run now (RewriteNotReady puts it back) */
   REnt *q; size_t cap, head, cnt; /* ring buffer deque; cap is a power of two */
@@ -459,7 +460,7 @@ static UOp *cached_rewrite(RCtx *r, int k, const PM *pm, UOp *x) {
 
 static void rctx_init(RCtx *r, const PM *pm, const PM *bpm, void *ctx) {
   memset(r, 0, offsetof(RCtx, q0));
-  r->pm = pm; r->bpm = bpm; r->ctx = ctx;
+  r->pm = pm; r->bpm = bpm; r->ctx = ctx; r->memo = -1;
   r->q = r->q0; r->cap = sizeof r->q0 / sizeof r->q0[0];
   for (int k = 0; k < 3; k++) umap_init(&r->fb[k], &uctx->scratch);
   r->depth = uctx->rw_depth;
@@ -480,6 +481,10 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
     r->cur = e;
     UOp *n = e.n, *nn = e.nn;
     if (rs_get(r, n, RW_REPLACE)) continue;
+    if (e.stage == 0 && r->memo >= 0 && n->cache[r->memo]) { /* rewritten by an earlier rewrite of the same matcher */
+      rs_put(r, n, RW_REPLACE, n->cache[r->memo]);
+      continue;
+    }
     if (e.stage == 0) {
       if (r->bpm) {
         /* apply rewrite rules until a fixed point is reached */
@@ -528,6 +533,7 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
         if (r->pm) nsn = cached_rewrite(r, RW_PM, r->pm, nn);
         if (!nsn) {
           rs_put(r, n, RW_REPLACE, nn);
+          if (r->memo >= 0) n->cache[r->memo] = nn;
           continue;
         }
       } else {
@@ -540,6 +546,7 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
       UOp *x = rs_get(r, nn, RW_REPLACE);
       if (!x) { rq_push_front(r, n, 2, nn); continue; } /* RewriteNotReady */
       rs_put(r, n, RW_REPLACE, x);
+      if (r->memo >= 0) n->cache[r->memo] = x;
     }
   }
 }
@@ -573,6 +580,19 @@ UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM 
   NRJump *saved = nr_top;
   RCtx r;
   rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);
+  UOp *ret = unified_rewrite(&r, sink);
+  rctx_done(&r);
+  nr_top = saved;
+  arena_pop(&uctx->scratch, mk);
+  return ret;
+}
+
+UOp *graph_rewrite_memo(UOp *sink, const PM *pm, int slot) {
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  NRJump *saved = nr_top;
+  RCtx r;
+  rctx_init(&r, pm, NULL, NULL);
+  r.memo = slot;
   UOp *ret = unified_rewrite(&r, sink);
   rctx_done(&r);
   nr_top = saved;

@@ -73,6 +73,10 @@ bool upat_match(const UPat *p, UOp *u, Match *m); /* first binding of a pattern 
 
 /* graph_rewrite(sink, pm, ctx, bottom_up, bpm) */
 UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm);
+/* graph_rewrite(sink, pm) for a context-free pm, whose result for a node is a function of the node
+ * alone: every node it rewrites (sink and all below it) keeps its result in UOp.cache[slot], and a
+ * node found there is not rewritten again (UOp.simplify: each subexpression is simplified once) */
+UOp *graph_rewrite_memo(UOp *sink, const PM *pm, int slot);
 /* graph_rewrite_map(...): map from every node of sink's toposort to its rewrite; with input_map,
  * also every key k of input_map maps to new_map.get(input_map[k], input_map[k]). Metadata moves
  * to rewritten nodes as tinygrad's all_metadata does. */

@@ -158,15 +158,14 @@ int64_t u_vmax_i(UOp *u) { return n_i64(u_hi(u)); }
 bool u_in_dtype_range(UOp *u) { return n_ge(u_lo(u), n_dtmin(u->dtype)) && n_le(u_hi(u), n_dtmax(u->dtype)); }
 
 /* ---- simplify / resolve ---- */
-/* UOp.simplify is a pure function of the (interned) node, so its result is kept in u->cache[1]:
- * a repeated call creates no node the first one did not, and returns the same node */
+/* UOp.simplify is a pure function of the (interned) node, and so is graph_rewrite's result for
+ * every node below it: each one keeps its result in u->cache[1] (graph_rewrite_memo), so a repeated
+ * call creates no node the first one did not, and a subexpression is simplified once */
 #define SIMPLIFY_SLOT 1
 UOp *u_simplify(UOp *u) {
   if (u->cache[SIMPLIFY_SLOT]) return u->cache[SIMPLIFY_SLOT];
   symbolic_init();
-  UOp *r = graph_rewrite(u, pm_symbolic, NULL, false, NULL);
-  u->cache[SIMPLIFY_SLOT] = r;
-  return r;
+  return graph_rewrite_memo(u, pm_symbolic, SIMPLIFY_SLOT);
 }
 Sint u_ssimplify(UOp *u) { return si_from(u_simplify(u)); }
 bool resolve(UOp *x, bool dflt) {
