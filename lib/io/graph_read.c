@@ -826,12 +826,11 @@ static void graph_header(RCtx *R, const cJSON *root, Graph *g) {
       ppush(R, "%s", e->string);
       if (k == sizeof option_keys / sizeof *option_keys) rfail(R, "unknown option");
       int64_t v = jint(R, e, "an integer");
-      char *base = (char *)&g->opt + option_keys[k].off;
-      if (option_keys[k].i64) memcpy(base, &v, sizeof v);
+      void *field = (char *)&g->opt + option_keys[k].off;
+      if (option_keys[k].i64) *(int64_t *)field = v;
       else {
         if (v < -2147483647 || v > 2147483647) rfail(R, "out of range");
-        int iv = (int)v;
-        memcpy(base, &iv, sizeof iv);
+        *(int *)field = (int)v;
       }
     }
   }

@@ -75,7 +75,7 @@ UOp *uop_given_valid(UOp *valid, UOp *uop) {
     }
     if (u_in_toposort(uop, expr)) { cand[nc][0] = expr; cfake[nc][0] = fake_var(v0, v1, expr->dtype); clen[nc++] = 1; }
     for (int ci = 0; ci < nc; ci++) {
-      UOp *newuops[MAXB];
+      UOp *newuops[MAXB] = {0};
       for (int i = 0; i < clen[ci]; i++) {
         UOp *t = u_simplify(subst1(uop, cand[ci][i], cfake[ci][i]));
         newuops[i] = u_simplify(subst1(t, cfake[ci][i], cand[ci][i]));
