@@ -416,7 +416,8 @@ static bool rw_running(const RCtx *r, uint32_t e) {
 }
 static inline UOp *rs_get(const RCtx *r, UOp *u, int k) {
   if (u->rw_epoch == r->epoch && r->epoch) return u->rw[k];
-  return r->nfb ? umap_get(&r->fb[k], u) : NULL;
+  /* only a node an enclosing rewrite holds (its epoch stays while this one runs) has entries in fb */
+  return r->nfb && (!r->epoch || rw_running(r, u->rw_epoch)) ? umap_get(&r->fb[k], u) : NULL;
 }
 static void rs_put(RCtx *r, UOp *u, int k, UOp *v) {
   if (u->rw_epoch != r->epoch || !r->epoch) {
@@ -481,11 +482,11 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
     r->cur = e;
     UOp *n = e.n, *nn = e.nn;
     if (rs_get(r, n, RW_REPLACE)) continue;
-    if (e.stage == 0 && r->memo >= 0 && n->cache[r->memo]) { /* rewritten by an earlier rewrite of the same matcher */
-      rs_put(r, n, RW_REPLACE, n->cache[r->memo]);
-      continue;
-    }
     if (e.stage == 0) {
+      if (r->memo >= 0 && n->cache[r->memo]) { /* rewritten by an earlier graph_rewrite_memo of this matcher */
+        rs_put(r, n, RW_REPLACE, n->cache[r->memo]);
+        continue;
+      }
       if (r->bpm) {
         /* apply rewrite rules until a fixed point is reached */
         UOp *seen_small[16]; UOp **seen = seen_small; int ns = 0, seencap = 16;

@@ -137,7 +137,8 @@ static UMap sched_do_realize(UOp *sink) {
 typedef struct GroupCtx {
   UOp *r; Sint rsize;
   const UMap *children, *realizes, *reduce_for_op;
-  UMap *group, cache;
+  UMap *group;
+  PairSet cache;               /* the (tr, st) pairs visited */
   SchedWhyCode why; /* for explain: why r itself was put in the group (first reason) */
 } GroupCtx;
 
@@ -175,9 +176,7 @@ static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
   while (stack.n) {
     GFrame *f = stack.v[stack.n - 1];
     if (f->next < 0) {
-      const Value *key = v_tuplev(2, v_uop(f->tr), v_st(f->st));
-      if (map_has(&g->cache, (void *)key, key->hash)) { stack.n--; continue; }
-      map_put(&g->cache, (void *)key, key->hash, NULL);
+      if (!pairset_add(&g->cache, f->tr, f->st, hash_mix(uop_h(f->tr), f->st->id))) { stack.n--; continue; }
       if (umap_has(g->realizes, f->tr) && f->tr != g->r) {
         // can only fuse contiguous; max one reduceop per kernel
         if (!st_contiguous(f->st) || si_resolve_ne(st_size(f->st), g->rsize, true)) group_self(g, WHY_NONCONTIG);
@@ -247,7 +246,7 @@ UMap group_realizes(UOp *sink) {
     umap_init(&group, ta);
     GroupCtx g = {.r = r, .rsize = st_size(u_st(r)), .children = &children, .realizes = &realizes,
                   .reduce_for_op = &reduce_for_op, .group = &group};
-    map_init(&g.cache, ta);
+    pairset_init(&g.cache, ta);
     recursive_group(&g, r, u_st(r));
     // max one reduceop per kernel
     bool can_chase = true;

@@ -276,6 +276,26 @@ bool map_del(Map *m, const void *key, uint64_t h) {
   return true;
 }
 
+/* ---- pair set ---- */
+static PairEnt *pairset_slot(PairEnt *t, size_t cap, const void *a, const void *b, uint64_t h) {
+  size_t p = h & (cap - 1);
+  while (t[p].a && (t[p].a != a || t[p].b != b)) p = (p + 1) & (cap - 1);
+  return &t[p];
+}
+bool pairset_add(PairSet *s, const void *a, const void *b, uint64_t h) {
+  if ((s->n + 1) * 2 > s->cap) {
+    size_t nc = s->cap ? s->cap * 2 : 64;
+    PairEnt *nt = arena_alloc(s->ar, sizeof(PairEnt) * nc);
+    for (size_t i = 0; i < s->cap; i++) if (s->t[i].a) *pairset_slot(nt, nc, s->t[i].a, s->t[i].b, s->t[i].h) = s->t[i];
+    s->t = nt, s->cap = nc;
+  }
+  PairEnt *e = pairset_slot(s->t, s->cap, a, b, h);
+  if (e->a) return false;
+  *e = (PairEnt){a, b, h};
+  s->n++;
+  return true;
+}
+
 /* ---- intern set ---- */
 void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe) {
   if (!s->cap) return NULL;

@@ -63,6 +63,13 @@ void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backe
 void iset_free(ISet *s);
 void iset_reserve(ISet *s, size_t n);                             /* room for n entries without growing */
 
+/* ---- a set of pointer pairs (arena backed), e.g. tinygrad's dict keyed by (UOp, ShapeTracker);
+ * h is the caller's hash of the pair (ids, never addresses) ---- */
+typedef struct PairEnt { const void *a, *b; uint64_t h; } PairEnt;
+typedef struct PairSet { PairEnt *t; size_t cap, n; Arena *ar; } PairSet;
+static inline void pairset_init(PairSet *s, Arena *a) { *s = (PairSet){NULL, 0, 0, a}; }
+bool pairset_add(PairSet *s, const void *a, const void *b, uint64_t h); /* true when (a, b) is new */
+
 static inline uint64_t hash_mix(uint64_t h, uint64_t x) {
   x *= 0x9E3779B97F4A7C15ull; x ^= x >> 32;
   h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
