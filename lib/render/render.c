@@ -21,7 +21,7 @@ static uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static float u2f(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 uint16_t render_f2h(float f) {
   uint32_t x = f2u(f), sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xffu, m = x & 0x7fffffu;
-  if (e == 0xff) return (uint16_t)(sign | 0x7c00u | (m ? 0x200u : 0));
+  if (e == 0xff) return (uint16_t)(sign | 0x7c00u | (m ? 0x200u | (m >> 13) : 0)); /* a NaN keeps its payload's top bits, quieted */
   int ee = (int)e - 112;
   if (ee >= 0x1f) return (uint16_t)(sign | 0x7c00u);
   if (ee <= 0) {
@@ -38,7 +38,7 @@ uint16_t render_f2h(float f) {
 }
 float render_h2f(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;
-  if (e == 0x1f) x = sign | 0x7f800000u | (m << 13);
+  if (e == 0x1f) x = sign | 0x7f800000u | (m ? 0x400000u | (m << 13) : 0); /* a NaN quieted, as F16C converts */
   else if (e == 0) {
     if (!m) x = sign;
     else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } x = sign | (e << 23) | ((m & 0x3ffu) << 13); }
@@ -58,7 +58,7 @@ static const char prelude_half[] = "typedef unsigned short tg_half;\n";
 static const char prelude_h2f[] =
   "static inline float tg_h2f(tg_half h) {\n"
   "  unsigned int sign = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, x;\n"
-  "  if (e == 0x1f) x = sign | 0x7f800000u | (m << 13);\n"
+  "  if (e == 0x1f) x = sign | 0x7f800000u | (m ? 0x400000u | (m << 13) : 0);\n"
   "  else if (e == 0) {\n"
   "    if (!m) x = sign;\n"
   "    else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } x = sign | (e << 23) | ((m & 0x3ffu) << 13); }\n"
@@ -70,7 +70,7 @@ static const char prelude_f2h[] =
   "static inline tg_half tg_f2h(float f) {\n"
   "  union { float f; unsigned int u; } v = {f};\n"
   "  unsigned int x = v.u, sign = (x >> 16) & 0x8000u, e = (x >> 23) & 0xffu, m = x & 0x7fffffu;\n"
-  "  if (e == 0xff) return (tg_half)(sign | 0x7c00u | (m ? 0x200u : 0));\n"
+  "  if (e == 0xff) return (tg_half)(sign | 0x7c00u | (m ? 0x200u | (m >> 13) : 0));\n"
   "  int ee = (int)e - 112;\n"
   "  if (ee >= 0x1f) return (tg_half)(sign | 0x7c00u);\n"
   "  if (ee <= 0) {\n"
@@ -142,6 +142,27 @@ static const char prelude_sexp2f[] =
   "  u = (u * p1.f) * p2.f;\n"
   "  u = d < -150.0f ? 0.0f : u;\n"
   "  return d != d ? NAN : u;\n"
+  "}\n";
+/* tinygrad's xexp2 of a half (fp16_storage), as its CPU backend renders the decomposition in
+ * __fp16: the input and every named step rounded to half (tg_hr), rintk's sum and the polynomial in
+ * float with constants rounded to half, 2^q as two half powers built from 16-bit exponent fields,
+ * the bounds 23 and -22; the expressions keep tinygrad's grouping, so contraction matches */
+static const char prelude_sexp2h[] =
+  "static inline float tg_exp2h(float d) {\n"
+  "  float a = tg_hr(d);\n"
+  "  _Bool isnan_ = a != a;\n"
+  "  float x = a != -INFINITY ? a : 0.0f;\n"
+  "  x = isnan_ ? 0.0f : x;\n"
+  "  x = a != INFINITY ? x : 0.0f;\n"
+  "  short q = (short)(x + (x < 0.0f ? -0.5f : 0.5f));\n"
+  "  float s = tg_hr(x - (float)q);\n"
+  "  short h = (short)((q + (q < 0 ? 1 : 0)) >> 1);\n"
+  "  float p1 = tg_h2f((tg_half)((h + 15) << 10)), p2 = tg_h2f((tg_half)(((q - h) + 15) << 10));\n"
+  "  float u = (a < 23.0f) != 1 ? INFINITY : (((((((((((((0x1.42p-13f*s)+0x1.5fp-10f)*s)+0x1.3b4p-7f)*s)+0x1.c6cp-5f)*s)+0x1.ecp-3f)*s)\n"
+  "            +0x1.63p-1f)*s)+1.0f)*p1*p2);\n"
+  "  u = tg_hr(u);\n"
+  "  u = a < -22.0f ? 0.0f : u;\n"
+  "  return isnan_ ? NAN : u;\n"
   "}\n";
 static const char prelude_sexp2[] =
   "static inline double tg_exp2(double d) {\n"
@@ -338,7 +359,7 @@ static const char *c_storage(const DType *d) {
 const RenderBackend render_c = {
   .name = "c", .ext = ".c", .kernel_prefix = "void", .buffer_prefix = "", .buffer_suffix = " restrict",
   .readonly_prefix = "const ", .arg_int_prefix = "const int", .infinity = "INFINITY", .nan = "NAN",
-  .emulated_16bit = true, .type_name = c_type, .storage_name = c_storage, .vec4 = true, .soft_math = true,
+  .emulated_16bit = true, .fp16_storage = true, .type_name = c_type, .storage_name = c_storage, .vec4 = true, .soft_math = true,
   .kblock = true,
 };
 
@@ -426,6 +447,8 @@ static const char *round16(R *r, const DType *dt, const char *e) {
   if (r->be->round16[k]) return arena_printf(r->a, r->be->round16[k], e);
   return arena_printf(r->a, k ? "tg_br(%s)" : "tg_hr(%s)", e);
 }
+/* a half value the backend rounds only where it is named, cast, accumulated or stored (fp16_storage) */
+static bool fp16_lazy(const R *r, const DType *dt) { return r->be->fp16_storage && dt->scalar == SC_HALF && dt->count == 1 && dt->kind == DTK_SCALAR; }
 /* a value of dt computed as expression e: round half/bfloat16, truncate narrow ints */
 static const char *fix_type(R *r, const DType *dt, const char *e) {
   if (r->be->emulated_16bit && is16(dt)) return round16(r, dt, e);
@@ -540,7 +563,9 @@ static const char *render_alu(R *r, UOp *u) {
   case OP_NEG: e = dt_is_bool(dt) ? arena_printf(r->a, "(!%s)", s[0]) : arena_printf(r->a, "(-%s)", s[0]); break;
   case OP_RECIP: e = arena_printf(r->a, "(%s/%s)", sd->scalar == SC_DOUBLE ? "1.0" : "1.0f", s[0]); break;
   case OP_SQRT: e = arena_printf(r->a, "%s(%s)", math_fn(sd, "sqrt"), s[0]); break;
-  case OP_EXP2: e = arena_printf(r->a, "%s(%s)", r->be->soft_math ? (sd->scalar == SC_DOUBLE ? "tg_exp2" : "tg_exp2f") : math_fn(sd, "exp2"), s[0]); break;
+  case OP_EXP2:
+    e = arena_printf(r->a, "%s(%s)", r->be->soft_math ? (sd->scalar == SC_DOUBLE ? "tg_exp2" : fp16_lazy(r, sd) ? "tg_exp2h" : "tg_exp2f") : math_fn(sd, "exp2"), s[0]);
+    break;
   case OP_LOG2: e = arena_printf(r->a, "%s(%s)", r->be->soft_math ? (sd->scalar == SC_DOUBLE ? "tg_log2" : "tg_log2f") : math_fn(sd, "log2"), s[0]); break;
   case OP_SIN:
     e = arena_printf(r->a, "%s(%s)", r->be->soft_math && sd->scalar == SC_DOUBLE ? "tg_sin" : r->be->soft_math && sd->scalar == SC_FLOAT ? "tg_sinf" : math_fn(sd, "sin"), s[0]);
@@ -550,7 +575,9 @@ static const char *render_alu(R *r, UOp *u) {
   case OP_THREEFRY: return arena_printf(r->a, "tg_threefry(%s, %s)", s[0], s[1]);
   default: tg_fail(TG_EINPUT, "the C renderer can't render %s", op_names[u->op]);
   }
-  return fix_type(r, dt, e);
+  /* tinygrad takes a half's log2 (and sin's reduction) in float and casts the result to half */
+  if (fp16_lazy(r, dt) && (u->op == OP_LOG2 || u->op == OP_SIN)) return round16(r, dt, e);
+  return fp16_lazy(r, dt) ? e : fix_type(r, dt, e);
 }
 
 static const char *render_expr(R *r, UOp *u) {
@@ -587,7 +614,7 @@ static const char *acc_update(R *r, UOp *red, const char *acc, const char *v) {
   else if (op == OP_MUL) e = arena_printf(r->a, "(%s*%s)", acc, v);
   else if (op == OP_MAX) e = arena_printf(r->a, "((%s<%s)?%s:%s)", acc, v, v, acc);
   else tg_fail(TG_EINPUT, "the C renderer can't reduce with %s", op_names[op]);
-  return fix_type(r, dt, e);
+  return fp16_lazy(r, dt) ? e : fix_type(r, dt, e);  /* a lazy half is rounded once, by the assignment */
 }
 
 char *render_replace(Arena *a, const char *s, const char *from, const char *to) {
@@ -965,6 +992,7 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       const char *an = nm(&r, u), *e = acc_update(&r, u, an, nm(&r, in->aux));
       while (u->arg->op != OP_MAX && i + 1 < p->ninst && p->inst[i + 1].kind == LK_ACCUM && p->inst[i + 1].u == u)
         e = acc_update(&r, u, e, nm(&r, p->inst[++i].aux));   /* (MAX names its accumulator twice) */
+      if (fp16_lazy(&r, u->dtype)) e = round16(&r, u->dtype, e);
       sb_indent(&b, d);
       sb_printf(&b, "%s = %s;\n", an, e);
       break;
@@ -998,6 +1026,10 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       int pf = u->op == OP_LOAD ? PF_VAL : (u->op == OP_CAST || u->op == OP_BITCAST) ? PF_CAST : PF_ALU;
       const char *vn = arena_printf(a, "%s%d", prefixes[pf], r.cnt[pf]++);
       map_put(&r.names, u, uop_h(u), (void *)vn);
+      /* a named __fp16 is rounded (loads, vector lanes and casts to half are halves already), but
+       * not one used once that is named only to keep it out of a deeper loop: tinygrad inlines it */
+      if (fp16_lazy(&r, u->dtype) && !vl && u->op != OP_LOAD && u->op != OP_CAST && u->op != OP_BITCAST && !(can_inline && use_count(&r, u) == 1))
+        e = round16(&r, u->dtype, e);
       sb_indent(&b, d);
       sb_printf(&b, "%s %s = %s;\n", be->type_name(u->dtype), vn, e);
       break;
@@ -1051,7 +1083,8 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
   for (int i = 0; i < n; i++) { scan_needs(ps[i], &nd); sb_str(&fns, render_function(a, ps[i], be)); }
   const char *t = fns.s;
   bool em = be->emulated_16bit;
-  bool hr = em && calls(t, "tg_hr"), h2f = em && (hr || calls(t, "tg_h2f")), f2h = em && (hr || calls(t, "tg_f2h"));
+  bool exp2h = calls(t, "tg_exp2h");
+  bool hr = em && (calls(t, "tg_hr") || exp2h), h2f = em && (hr || calls(t, "tg_h2f")), f2h = em && (hr || calls(t, "tg_f2h"));
   bool br = em && calls(t, "tg_br"), bf2f = em && (br || calls(t, "tg_bf2f")), f2bf = em && (br || calls(t, "tg_f2bf"));
   SB b;
   sb_init(&b, a);
@@ -1071,6 +1104,7 @@ char *render_prelude(Arena *a, int n, const Program *const *ps, const RenderBack
   if (calls(t, "tg_pow")) put_helper(&b, "TGC_POW", prelude_pow(a, true, false));
   bool spowf = calls(t, "tg_spowf"), spow = calls(t, "tg_spow");
   if (spowf || calls(t, "tg_exp2f")) put_helper(&b, "TGC_SEXP2F", prelude_sexp2f);
+  if (exp2h) put_helper(&b, "TGC_SEXP2H", prelude_sexp2h);
   if (spowf || calls(t, "tg_log2f")) put_helper(&b, "TGC_SLOG2F", prelude_slog2f);
   if (spow || calls(t, "tg_exp2")) put_helper(&b, "TGC_SEXP2", prelude_sexp2);
   if (spow || calls(t, "tg_log2")) put_helper(&b, "TGC_SLOG2", prelude_slog2);

@@ -20,6 +20,10 @@ typedef struct RenderBackend {
   const char *arg_int_prefix;  /* "const int" */
   const char *infinity, *nan;  /* float literals */
   bool emulated_16bit;         /* half/bfloat16 held as float, stored as unsigned short */
+  /* C backend: half follows clang's __fp16, as tinygrad's CPU backend renders it: arithmetic in
+   * float, rounded to half only where a value is given a name, cast to half, accumulated or stored
+   * (without it, every half operation is rounded, as a native half type computes) */
+  bool fp16_storage;
   const char *(*type_name)(const DType *dt);   /* C type of a scalar value of dt */
   const char *(*storage_name)(const DType *dt);/* C type of a buffer element of dt */
   /* GPU backends (NULL/0 in the C backend): */
