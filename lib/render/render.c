@@ -4,8 +4,10 @@
  * ridx), CONSTs, DEFINE_VARs and RANGEs print inline, and an ALU/CAST/BITCAST used once, by an
  * instruction at the same depth, prints inline in its user (tinygrad inlines single-use ALU ops).
  * Semantics follow tinygrad's CPU (clang) backend: C division and modulo, MAX as (a<b?b:a),
- * casts as C casts, integer results narrower than int cast back to their type, half and
- * bfloat16 rounded after every op. */
+ * casts as C casts, integer results narrower than int cast back to their type, half as clang's
+ * __fp16 (float arithmetic, rounded where a value is named, cast, accumulated or stored) and
+ * bfloat16 rounded after every op; the GPU backends round both after every op, as their native
+ * 16-bit types compute. */
 #include "render_int.h"
 #include "../symbolic/symbolic.h"
 #include <math.h>
