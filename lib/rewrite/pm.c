@@ -576,30 +576,23 @@ static UOp *unified_rewrite(RCtx *r, UOp *root) {
   return rs_get(r, root, RW_REPLACE);
 }
 
+/* one rewrite of sink with its own tables (memo >= 0: graph_rewrite_memo's UOp.cache slot) */
+static UOp *rewrite_root(UOp *sink, const PM *pm, const PM *bpm, void *ctx, int memo) {
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  NRJump *saved = nr_top;
+  RCtx r;
+  rctx_init(&r, pm, bpm, ctx);
+  r.memo = memo;
+  UOp *ret = unified_rewrite(&r, sink);
+  rctx_done(&r);
+  nr_top = saved;
+  arena_pop(&uctx->scratch, mk);
+  return ret;
+}
 UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm) {
-  ArenaMark mk = arena_mark(&uctx->scratch);
-  NRJump *saved = nr_top;
-  RCtx r;
-  rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);
-  UOp *ret = unified_rewrite(&r, sink);
-  rctx_done(&r);
-  nr_top = saved;
-  arena_pop(&uctx->scratch, mk);
-  return ret;
+  return rewrite_root(sink, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx, -1);
 }
-
-UOp *graph_rewrite_memo(UOp *sink, const PM *pm, int slot) {
-  ArenaMark mk = arena_mark(&uctx->scratch);
-  NRJump *saved = nr_top;
-  RCtx r;
-  rctx_init(&r, pm, NULL, NULL);
-  r.memo = slot;
-  UOp *ret = unified_rewrite(&r, sink);
-  rctx_done(&r);
-  nr_top = saved;
-  arena_pop(&uctx->scratch, mk);
-  return ret;
-}
+UOp *graph_rewrite_memo(UOp *sink, const PM *pm, int slot) { return rewrite_root(sink, pm, NULL, NULL, slot); }
 
 /* dedup(all_metadata.get(v, ())) + k.metadata */
 static void meta_move(UOp *k, UOp *v) {
