@@ -404,6 +404,12 @@ static const Value *jconst(RCtx *R, const cJSON *j, const DType *dt) {
 /* ---- rows ---- */
 static const char *const row_fields[] = {"id", "op", "dtype", "src", "arg", "tag", "meta", "data"};
 enum { RF_ID, RF_OP, RF_DTYPE, RF_SRC, RF_ARG, RF_TAG, RF_META, RF_DATA, RF_N };
+/* the RF_ index of a row field name (RF_N: unknown); every row names six or so, so by first letter */
+static int row_field(const char *k) {
+  int c = k[0] == 'i' ? RF_ID : k[0] == 'o' ? RF_OP : k[0] == 's' ? RF_SRC : k[0] == 'a' ? RF_ARG : k[0] == 't' ? RF_TAG
+        : k[0] == 'm' ? RF_META : k[0] == 'd' ? (k[1] == 't' ? RF_DTYPE : RF_DATA) : RF_N;
+  return c < RF_N && strcmp(k, row_fields[c]) == 0 ? c : RF_N;
+}
 
 static void read_data(RCtx *R, const cJSON *d, UOp *u) {
   pset(R, "data");
@@ -478,8 +484,7 @@ static void read_row(RCtx *R, const cJSON *r, int i, bool allow_data, RowMemo *m
   const cJSON *f[RF_N] = {0};
   const char *unknown = NULL, *dup = NULL; /* reported once the op is known */
   for (const cJSON *e = r->child; e; e = e->next) {
-    int k = 0;
-    while (k < RF_N && strcmp(e->string, row_fields[k])) k++;
+    int k = row_field(e->string);
     if (k == RF_N) { if (!unknown) unknown = e->string; continue; }
     if (f[k]) { if (!dup) dup = e->string; continue; }
     f[k] = e;
