@@ -138,7 +138,7 @@ typedef struct GroupCtx {
   UOp *r; Sint rsize;
   const UMap *children, *realizes, *reduce_for_op;
   UMap *group;
-  PairSet cache;               /* the (tr, st) pairs visited */
+  PairMap cache;               /* the (tr, st) pairs visited (a set: no values) */
   SchedWhyCode why; /* for explain: why r itself was put in the group (first reason) */
 } GroupCtx;
 
@@ -176,7 +176,7 @@ static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
   while (stack.n) {
     GFrame *f = stack.v[stack.n - 1];
     if (f->next < 0) {
-      if (!pairset_add(&g->cache, f->tr, f->st, hash_mix(uop_h(f->tr), f->st->id))) { stack.n--; continue; }
+      if (!pairmap_put(&g->cache, f->tr, f->st, hash_mix(uop_h(f->tr), f->st->id), NULL)) { stack.n--; continue; }
       if (umap_has(g->realizes, f->tr) && f->tr != g->r) {
         // can only fuse contiguous; max one reduceop per kernel
         if (!st_contiguous(f->st) || si_resolve_ne(st_size(f->st), g->rsize, true)) group_self(g, WHY_NONCONTIG);
@@ -246,7 +246,7 @@ UMap group_realizes(UOp *sink) {
     umap_init(&group, ta);
     GroupCtx g = {.r = r, .rsize = st_size(u_st(r)), .children = &children, .realizes = &realizes,
                   .reduce_for_op = &reduce_for_op, .group = &group};
-    pairset_init(&g.cache, ta);
+    pairmap_init(&g.cache, ta);
     recursive_group(&g, r, u_st(r));
     // max one reduceop per kernel
     bool can_chase = true;

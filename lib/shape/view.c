@@ -372,40 +372,23 @@ const View *view_reshape(const View *v, SList new_shape) {
 /* ---- View.__add__: vm2 + vm1 (vm1 applied on top of vm2), NULL when it can't be one view ---- */
 static Sint ceildiv(Sint num, Sint amt) { return S_neg(S_fdiv(num, S_neg(amt))); }
 
-/* pair memos (sops.h): per-context open-addressing tables from two interned operands (hashed by
- * their ids) to a result, in uctx->memo[slot]; a NULL result is cached too */
-typedef struct PMEnt { const void *a, *b, *r; uint32_t ia, ib; } PMEnt;  /* a NULL: empty */
-typedef struct PMTab { PMEnt *t; size_t cap, n; } PMTab;
-static const char pm_none_marker;
-static PMEnt *pm_slot(const PMTab *m, const void *a, uint32_t ia, const void *b, uint32_t ib) {
-  size_t p = (size_t)hash_mix(hash_mix(0x51ed27, ia), ib) & (m->cap - 1);
-  while (m->t[p].a && (m->t[p].a != a || m->t[p].b != b)) p = (p + 1) & (m->cap - 1);
-  return &m->t[p];
-}
+/* pair memos (sops.h): per-context PairMaps from two interned operands (hashed by their ids) to a
+ * result, in uctx->memo[slot]; a NULL result is cached too */
+static uint64_t pmemo_hash(uint32_t ia, uint32_t ib) { return hash_mix(hash_mix(0x51ed27, ia), ib); }
 bool pmemo_get(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void **r) {
-  const PMTab *m = uctx->memo[slot];
-  if (!m) return false;
-  const PMEnt *e = pm_slot(m, a, ia, b, ib);
-  if (!e->a) return false;
-  *r = e->r == &pm_none_marker ? NULL : e->r;
+  const PairMap *m = uctx->memo[slot];
+  const PairEnt *e = m ? pairmap_find(m, a, b, pmemo_hash(ia, ib)) : NULL;
+  if (!e) return false;
+  *r = e->v;
   return true;
 }
 void pmemo_put(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void *r) {
-  PMTab *m = uctx->memo[slot];
+  PairMap *m = uctx->memo[slot];
   if (!m) {
     m = uctx->memo[slot] = arena_alloc(ga(), sizeof *m);
-    m->cap = 256;
-    m->t = arena_alloc(ga(), sizeof(PMEnt) * m->cap);
+    pairmap_init(m, ga());
   }
-  if ((m->n + 1) * 2 > m->cap) {
-    PMTab g = {arena_alloc(ga(), sizeof(PMEnt) * m->cap * 2), m->cap * 2, m->n};
-    for (size_t i = 0; i < m->cap; i++)
-      if (m->t[i].a) *pm_slot(&g, m->t[i].a, m->t[i].ia, m->t[i].b, m->t[i].ib) = m->t[i];
-    *m = g;
-  }
-  PMEnt *e = pm_slot(m, a, ia, b, ib);
-  if (!e->a) m->n++;
-  *e = (PMEnt){a, b, r ? r : &pm_none_marker, ia, ib};
+  pairmap_put(m, a, b, pmemo_hash(ia, ib), r);
 }
 
 /* View.__add__ is functools.cache'd in tinygrad */

@@ -211,13 +211,6 @@ void map_reserve(Map *m, int n) {
   while (ic < (n + 1) * 2) ic *= 2;
   if (ic > m->icap) map_reindex(m, ic);
 }
-Map map_copy(const Map *m, Arena *a) {
-  Map r;
-  map_init(&r, a);
-  map_reserve(&r, m->live);
-  MAP_EACH(m, e) map_put(&r, e->key, e->h, e->val);
-  return r;
-}
 
 static inline int map_find(const Map *m, const void *key, uint64_t h, size_t *pos) {
   if (!m->icap) return -1;
@@ -276,24 +269,29 @@ bool map_del(Map *m, const void *key, uint64_t h) {
   return true;
 }
 
-/* ---- pair set ---- */
-static PairEnt *pairset_slot(PairEnt *t, size_t cap, const void *a, const void *b, uint64_t h) {
+/* ---- pair map ---- */
+static PairEnt *pairmap_slot(PairEnt *t, size_t cap, const void *a, const void *b, uint64_t h) {
   size_t p = h & (cap - 1);
   while (t[p].a && (t[p].a != a || t[p].b != b)) p = (p + 1) & (cap - 1);
   return &t[p];
 }
-bool pairset_add(PairSet *s, const void *a, const void *b, uint64_t h) {
-  if ((s->n + 1) * 2 > s->cap) {
-    size_t nc = s->cap ? s->cap * 2 : 64;
-    PairEnt *nt = arena_alloc(s->ar, sizeof(PairEnt) * nc);
-    for (size_t i = 0; i < s->cap; i++) if (s->t[i].a) *pairset_slot(nt, nc, s->t[i].a, s->t[i].b, s->t[i].h) = s->t[i];
-    s->t = nt, s->cap = nc;
+const PairEnt *pairmap_find(const PairMap *m, const void *a, const void *b, uint64_t h) {
+  if (!m->cap) return NULL;
+  const PairEnt *e = pairmap_slot(m->t, m->cap, a, b, h);
+  return e->a ? e : NULL;
+}
+bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const void *v) {
+  if ((m->n + 1) * 2 > m->cap) {
+    size_t nc = m->cap ? m->cap * 2 : 64;
+    PairEnt *nt = arena_alloc(m->ar, sizeof(PairEnt) * nc);
+    for (size_t i = 0; i < m->cap; i++) if (m->t[i].a) *pairmap_slot(nt, nc, m->t[i].a, m->t[i].b, m->t[i].h) = m->t[i];
+    m->t = nt, m->cap = nc;
   }
-  PairEnt *e = pairset_slot(s->t, s->cap, a, b, h);
-  if (e->a) return false;
-  *e = (PairEnt){a, b, h};
-  s->n++;
-  return true;
+  PairEnt *e = pairmap_slot(m->t, m->cap, a, b, h);
+  bool isnew = !e->a;
+  *e = (PairEnt){a, b, v, h};
+  m->n += isnew;
+  return isnew;
 }
 
 /* ---- intern set ---- */

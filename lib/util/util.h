@@ -46,7 +46,6 @@ typedef struct MapEnt { void *key; void *val; uint64_t h; } MapEnt;
 typedef struct Map { MapEnt *ents; int32_t *idx; int n, cap, live, icap; Arena *a; } Map;
 void map_init(Map *m, Arena *a);
 void map_reserve(Map *m, int n);                              /* room for n live entries without regrowing */
-Map map_copy(const Map *m, Arena *a);                         /* a compact copy in a (same order) */
 void **map_slot(Map *m, void *key, uint64_t h, bool *isnew);  /* insert-if-missing, returns &val */
 void *map_get(const Map *m, const void *key, uint64_t h, bool *found);
 bool map_has(const Map *m, const void *key, uint64_t h);
@@ -63,12 +62,14 @@ void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backe
 void iset_free(ISet *s);
 void iset_reserve(ISet *s, size_t n);                             /* room for n entries without growing */
 
-/* ---- a set of pointer pairs (arena backed), e.g. tinygrad's dict keyed by (UOp, ShapeTracker);
- * h is the caller's hash of the pair (ids, never addresses) ---- */
-typedef struct PairEnt { const void *a, *b; uint64_t h; } PairEnt;
-typedef struct PairSet { PairEnt *t; size_t cap, n; Arena *ar; } PairSet;
-static inline void pairset_init(PairSet *s, Arena *a) { *s = (PairSet){NULL, 0, 0, a}; }
-bool pairset_add(PairSet *s, const void *a, const void *b, uint64_t h); /* true when (a, b) is new */
+/* ---- a map from pointer pairs to a pointer (arena backed): tinygrad's dicts and caches keyed by
+ * (UOp, ShapeTracker) or by two interned operands; h is the caller's hash of the pair (ids, never
+ * addresses); a stored value may be NULL ---- */
+typedef struct PairEnt { const void *a, *b, *v; uint64_t h; } PairEnt;  /* a NULL: empty */
+typedef struct PairMap { PairEnt *t; size_t cap, n; Arena *ar; } PairMap;
+static inline void pairmap_init(PairMap *m, Arena *a) { *m = (PairMap){NULL, 0, 0, a}; }
+const PairEnt *pairmap_find(const PairMap *m, const void *a, const void *b, uint64_t h); /* NULL when absent */
+bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const void *v);  /* true when (a, b) is new */
 
 static inline uint64_t hash_mix(uint64_t h, uint64_t x) {
   x *= 0x9E3779B97F4A7C15ull; x ^= x >> 32;
