@@ -432,6 +432,14 @@ static void rs_put(RCtx *r, UOp *u, int k, UOp *v) {
   u->rw[k] = v;
 }
 
+/* a node's result; graph_rewrite_memo also keeps it on the node */
+static void rs_replace(RCtx *r, UOp *n, UOp *x) {
+  rs_put(r, n, RW_REPLACE, x);
+  if (r->memo >= 0) n->cache[r->memo] = x;
+}
+/* tinygrad's bound on the deque: a stack of n entries is a loop */
+static void rq_check(size_t n) { if (n >= 200000) tg_fail(TG_EINPUT, "infinite loop in graph_rewrite (stack too big)"); }
+
 static void rq_grow(RCtx *r) {
   size_t nc = r->cap * 2;
   REnt *nq = arena_alloc_raw(&uctx->scratch, sizeof(REnt) * nc);
@@ -476,7 +484,7 @@ static void rctx_done(RCtx *r) { uctx->rw_depth = r->depth; }
 /* the deque loop; a RewriteNotReady from a callback of r->cur unwinds to unified_rewrite */
 __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
   while (r->cnt) {
-    if (r->cnt >= 200000) tg_fail(TG_EINPUT, "infinite loop in graph_rewrite (stack too big)");
+    rq_check(r->cnt);
     REnt e = r->q[(r->head + r->cnt - 1) & (r->cap - 1)];
     r->cnt--;
     r->cur = e;
@@ -512,7 +520,7 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
         for (int i = nn->nsrc - 1; i >= 0; i--) rq_push(r, nn->src[i], 0, nn->src[i]);
         continue;
       }
-      if (r->cnt + 1 + (size_t)nn->nsrc >= 200000) tg_fail(TG_EINPUT, "infinite loop in graph_rewrite (stack too big)");
+      rq_check(r->cnt + 1 + (size_t)nn->nsrc);
       e.stage = 1;
       r->cur = (REnt){n, nn, 1};
     }
@@ -533,8 +541,7 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
       if (same) {
         if (r->pm) nsn = cached_rewrite(r, RW_PM, r->pm, nn);
         if (!nsn) {
-          rs_put(r, n, RW_REPLACE, nn);
-          if (r->memo >= 0) n->cache[r->memo] = nn;
+          rs_replace(r, n, nn);
           continue;
         }
       } else {
@@ -546,8 +553,7 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
     } else if (e.stage == 2) {
       UOp *x = rs_get(r, nn, RW_REPLACE);
       if (!x) { rq_push_front(r, n, 2, nn); continue; } /* RewriteNotReady */
-      rs_put(r, n, RW_REPLACE, x);
-      if (r->memo >= 0) n->cache[r->memo] = x;
+      rs_replace(r, n, x);
     }
   }
 }
@@ -643,7 +649,7 @@ UMap rmap_to_umap(const RMap *m, Arena *a) {
   return u;
 }
 
-UMap graph_rewrite_map_in(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
+UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
   ArenaMark mk = arena_mark(&uctx->scratch);
   RMap im = {arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)uctx->next_id), uctx->next_id, 0, NULL};
   if (input_map) {
@@ -651,12 +657,9 @@ UMap graph_rewrite_map_in(Arena *out, UOp *sink, const PM *pm, void *ctx, bool b
     MAP_EACH(input_map, e) { im.keys[im.n++] = e->key; im.val[((UOp *)e->key)->id] = e->val; }
   }
   RMap nm = graph_rewrite_rmap(&uctx->scratch, sink, pm, ctx, bottom_up, bpm, input_map ? &im : NULL);
-  UMap ret = rmap_to_umap(&nm, out);
+  UMap ret = rmap_to_umap(&nm, ga());
   arena_pop(&uctx->scratch, mk);
   return ret;
-}
-UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
-  return graph_rewrite_map_in(ga(), sink, pm, ctx, bottom_up, bpm, input_map);
 }
 
 /* ---- substitute ---- */

@@ -81,8 +81,6 @@ UOp *graph_rewrite_memo(UOp *sink, const PM *pm, int slot);
  * also every key k of input_map maps to new_map.get(input_map[k], input_map[k]). Metadata moves
  * to rewritten nodes as tinygrad's all_metadata does. */
 UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map);
-/* the same with the returned map's storage in out (kernelize keeps only the newest map alive) */
-UMap graph_rewrite_map_in(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map);
 /* graph_rewrite_map's result as the scheduler chains it: the value of key k at val[k->id] (every
  * key is older than the rewrite, so cap = uctx->next_id then bounds them) and the keys in the
  * order of tinygrad's dict (sink's toposort, then input_map's keys that are new) */
