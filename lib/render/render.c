@@ -451,8 +451,10 @@ static const char *round16(R *r, const DType *dt, const char *e) {
 }
 /* a half value the backend rounds only where it is named, cast, accumulated or stored (fp16_storage) */
 static bool fp16_lazy(const R *r, const DType *dt) { return r->be->fp16_storage && dt->scalar == SC_HALF && dt->count == 1 && dt->kind == DTK_SCALAR; }
-/* a value of dt computed as expression e: round half/bfloat16, truncate narrow ints */
+/* a value of dt computed as expression e: round half/bfloat16 (a lazy half is rounded where it is
+ * named or assigned instead), truncate narrow ints */
 static const char *fix_type(R *r, const DType *dt, const char *e) {
+  if (fp16_lazy(r, dt)) return e;
   if (r->be->emulated_16bit && is16(dt)) return round16(r, dt, e);
   if (narrow_int(dt)) return arena_printf(r->a, "((%s)%s)", r->be->type_name(dt), e);
   return e;
@@ -579,7 +581,7 @@ static const char *render_alu(R *r, UOp *u) {
   }
   /* tinygrad takes a half's log2 (and sin's reduction) in float and casts the result to half */
   if (fp16_lazy(r, dt) && (u->op == OP_LOG2 || u->op == OP_SIN)) return round16(r, dt, e);
-  return fp16_lazy(r, dt) ? e : fix_type(r, dt, e);
+  return fix_type(r, dt, e);
 }
 
 static const char *render_expr(R *r, UOp *u) {
@@ -616,7 +618,7 @@ static const char *acc_update(R *r, UOp *red, const char *acc, const char *v) {
   else if (op == OP_MUL) e = arena_printf(r->a, "(%s*%s)", acc, v);
   else if (op == OP_MAX) e = arena_printf(r->a, "((%s<%s)?%s:%s)", acc, v, v, acc);
   else tg_fail(TG_EINPUT, "the C renderer can't reduce with %s", op_names[op]);
-  return fp16_lazy(r, dt) ? e : fix_type(r, dt, e);  /* a lazy half is rounded once, by the assignment */
+  return fix_type(r, dt, e);  /* a lazy half is rounded once, by the assignment */
 }
 
 char *render_replace(Arena *a, const char *s, const char *from, const char *to) {
