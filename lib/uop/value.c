@@ -72,18 +72,9 @@ static const Value *vsmall(int slot, Value *proto) {
   const Value **c = &uctx->vsmall[slot];
   return *c ? *c : (*c = vintern(proto));
 }
-const Value *v_none(void) {
-  if (uctx->vsmall[VS_NONE]) return uctx->vsmall[VS_NONE];
-  Value p = {.kind = V_NONE};
-  return vsmall(VS_NONE, &p);
-}
-const Value *v_bool(bool b) {
-  if (uctx->vsmall[b ? VS_TRUE : VS_FALSE]) return uctx->vsmall[b ? VS_TRUE : VS_FALSE];
-  Value p = {.kind = V_BOOL, .b = b};
-  return vsmall(b ? VS_TRUE : VS_FALSE, &p);
-}
+const Value *v_none(void) { Value p = {.kind = V_NONE}; return vsmall(VS_NONE, &p); }
+const Value *v_bool(bool b) { Value p = {.kind = V_BOOL, .b = b}; return vsmall(b ? VS_TRUE : VS_FALSE, &p); }
 const Value *v_int(int64_t i) {
-  if (i >= -1 && i <= 127 && uctx->vsmall[VS_INT0 + (int)i]) return uctx->vsmall[VS_INT0 + (int)i];
   Value p = {.kind = V_INT, .i = i};
   return i >= -1 && i <= 127 ? vsmall(VS_INT0 + (int)i, &p) : vintern(&p);
 }
