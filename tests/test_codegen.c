@@ -19,6 +19,12 @@ static const char *oracle(void) {
   const char *o = getenv("TGC_ORACLE");
   return o && *o ? o : "../shared/oracle";
 }
+/* the path of a file in the oracle corpus (one buffer: the test's current case) */
+static const char *oracle_file(const char *rel) {
+  static char path[1024];
+  snprintf(path, sizeof path, "%s/%s", oracle(), rel);
+  return path;
+}
 
 /* every SINK kernel of an expect file, lowered with one name table; returns the count */
 static int lower_file(const char *path, const Program **ps, int cap) {
@@ -47,8 +53,7 @@ static int lower_ok(const char *path, const Program **ps, int cap) {
 }
 
 static void check_names(const char *file, int n, const char *const *want) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", oracle(), file);
+  const char *path = oracle_file(file);
   UCtx *c = uop_ctx_new();
   const Program *ps[64];
   int got = lower_ok(path, ps, 64);
@@ -74,8 +79,7 @@ Test(codegen, names_eye) {
 }
 /* tinygrad softmax: the expand after a reduce is swizzled into a second reduce axis (r_100_16n1) */
 Test(codegen, names_softmax_swizzle) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/numeric/numeric.softmax.8bdd2a.expect.json", oracle());
+  const char *path = oracle_file("numeric/numeric.softmax.8bdd2a.expect.json");
   UCtx *c = uop_ctx_new();
   const Program *ps[64];
   int n = lower_ok(path, ps, 64);
@@ -97,8 +101,7 @@ static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}, 0}, heuristic = {KOPT_HEURIST
 
 /* the matmul kernel without opts: 2 output loops, 1 reduce loop, an accumulator, one store */
 Test(codegen, matmul_structure) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());
+  const char *path = oracle_file("numeric/numeric.matmul.59608b.expect.json");
   UCtx *c = uop_ctx_new();
   lower_opt_config(&noopt);
   const Program *ps[4];
@@ -128,8 +131,7 @@ Test(codegen, matmul_structure) {
  * per accumulator: acc + p0 + p1 + p2 + p3 as tinygrad folds them) in one reduce loop of 96/4,
  * 12 stores, loops of 64/4 and 48/3 */
 Test(codegen, matmul_upcast_unroll) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());
+  const char *path = oracle_file("numeric/numeric.matmul.59608b.expect.json");
   UCtx *c = uop_ctx_new();
   const Program *ps[4];
   cr_assert_eq(lower_ok(path, ps, 4), 1);
@@ -219,8 +221,7 @@ static int64_t const_offset(UOp *idx) {
   return idx->op == OP_ADD && idx->src[1]->op == OP_CONST ? idx->src[1]->arg->i : 0;
 }
 Test(codegen, unroll_order) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/numeric/numeric.conv2d_groups.c13b71.expect.json", oracle());
+  const char *path = oracle_file("numeric/numeric.conv2d_groups.c13b71.expect.json");
   UCtx *c = uop_ctx_new();
   const Program *ps[4];
   cr_assert_eq(lower_ok(path, ps, 4), 1);
@@ -296,8 +297,7 @@ Test(codegen, cpu_tile_matmul) {
   int accs = 0;
   for (int i = 0; i < ps[0]->ninst; i++) accs += ps[0]->inst[i].kind == LK_ACC;
   cr_expect_eq(accs, 128);
-  char path[1024];
-  snprintf(path, sizeof path, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());
+  const char *path = oracle_file("numeric/numeric.matmul.59608b.expect.json");
   cr_assert_eq(lower_ok(path, ps, 4), 1);
   cr_expect_str_eq(kopt_format(ga(), ps[0]->nopts, ps[0]->opts), "UPCAST:1:3,UPCAST:0:4,UNROLL:0:4");
   lower_opt_config(&heuristic);
@@ -333,8 +333,7 @@ Test(codegen, cpu_step_transcendental) {
 
 /* a matmul's accumulators share their loads (the register tile): no fission */
 Test(codegen, no_fission_shared_loads) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());
+  const char *path = oracle_file("numeric/numeric.matmul.59608b.expect.json");
   UCtx *c = uop_ctx_new();
   const Program *ps[4];
   cr_assert_eq(lower_ok(path, ps, 4), 1);
@@ -379,8 +378,7 @@ static void expect_refused(const char *path, const char *opts, const char *reaso
  * (3x3 windows: bases like ridx*3 and offsets like -57) every float4 offset constant is one, and
  * fewer groups form than in C, which loads four floats at any element alignment */
 Test(codegen, cuda_float4_aligned) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/numeric/numeric.conv2d_basic.eff133.expect.json", oracle());
+  const char *path = oracle_file("numeric/numeric.conv2d_basic.eff133.expect.json");
   UCtx *c = uop_ctx_new();
   const Program *ps[16];
   int n = lower_ok(path, ps, 16), nc = 0, ncu = 0;
@@ -407,8 +405,8 @@ Test(codegen, cuda_float4_aligned) {
 
 /* opts given by hand, and ones that do not apply (tinygrad's KernelOptError checks) */
 Test(codegen, opts_by_hand) {
-  char path[1024], why[256];
-  snprintf(path, sizeof path, "%s/numeric/numeric.matmul.59608b.expect.json", oracle());
+  const char *path = oracle_file("numeric/numeric.matmul.59608b.expect.json");
+  char why[256];
   KOptCfg cfg;
   cr_assert(kopt_parse("UPCAST:0:2,unroll:0:0", &cfg, why, sizeof why), "%s", why);
   cr_expect(!kopt_parse("UPCAST:0", &cfg, why, sizeof why));
