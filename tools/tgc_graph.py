@@ -472,17 +472,35 @@ def compute_outputs(sched_sink:UOp, schedule, var_vals) -> list[dict]:
 
 # ********** bench **********
 
-def bench(path:str|os.PathLike, repeat:int=5) -> tuple[float, int]:
+def _shape_caches() -> list:
+  """tinygrad's process-wide functools caches on View and ShapeTracker (View.__add__, View.create,
+  ShapeTracker.simplify, strides_for_shape, ...): they outlive a graph, so a second run of the same
+  graph finds its view algebra already done."""
+  import tinygrad.shape.view as V, tinygrad.shape.shapetracker as S
+  out = []
+  for mod in (V, S):
+    for obj in vars(mod).values():
+      if hasattr(obj, "cache_clear"): out.append(obj)
+      if isinstance(obj, type):
+        for attr in vars(obj).values():
+          if hasattr(f := getattr(attr, "fget", attr), "cache_clear"): out.append(f)
+  return out
+
+def bench(path:str|os.PathLike, repeat:int=5, cold:bool=False) -> tuple[float, int]:
   """Median ms of tinygrad's get_kernelize_map on the graph, after one warm-up; each run reloads the
   graph into fresh UOps (the previous ones are collected first) so no cached rewrite is reused.
+  tinygrad's View/ShapeTracker functools caches do persist from run to run (warm); with cold they
+  are cleared before each run, so that like a tgc run (a fresh context) it starts from nothing.
   Returns (ms, number of graph rows)."""
   import weakref
   from tinygrad.schedule.kernelize import get_kernelize_map
+  caches = _shape_caches() if cold else []
   times = []
   for i in range(repeat+1):
     gc.collect()
     L = load_graph(path, set_options=False)
     nrows = len(L.uops)
+    for c in caches: c.cache_clear()
     with options(L.options):
       st = time.perf_counter()
       becomes_map = get_kernelize_map(L.sink)
@@ -543,6 +561,7 @@ def main(argv:list[str]|None=None) -> int:
   o.add_argument("--outputs", choices=("auto", "yes", "no"), default="auto", help="record computed outputs (auto: when runnable on CPU)")
   b = sub.add_parser("bench", help="time tinygrad's get_kernelize_map on GRAPH")
   b.add_argument("graph"); b.add_argument("--repeat", type=int, default=5)
+  b.add_argument("--cold", action="store_true", help="clear tinygrad's View/ShapeTracker caches before each run")
   v = sub.add_parser("validate", help="oracle each corpus GRAPH and compare with its expect file")
   v.add_argument("graphs", nargs="+"); v.add_argument("-q", "--quiet", action="store_true")
   a = ap.parse_args(argv)
@@ -555,8 +574,8 @@ def main(argv:list[str]|None=None) -> int:
         os.replace(tmp, a.output)
       print(f"{doc['kernels']} kernels")
     elif a.cmd == "bench":
-      ms, n = bench(a.graph, a.repeat)
-      print(f"tinygrad get_kernelize_map: {ms:.2f} ms ({n} uops)")
+      ms, n = bench(a.graph, a.repeat, a.cold)
+      print(f"tinygrad get_kernelize_map{' (cold shape caches)' if a.cold else ''}: {ms:.2f} ms ({n} uops)")
     elif a.cmd == "validate":
       ok, n, why = validate(a.graphs, verbose=not a.quiet)
       print(f"{ok}/{n} agree" + (f"; disagreements: {why}" if why else ""))
