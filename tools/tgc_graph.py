@@ -490,7 +490,8 @@ def bench(path:str|os.PathLike, repeat:int=5, cold:bool=False) -> tuple[float, i
   """Median ms of tinygrad's get_kernelize_map on the graph, after one warm-up; each run reloads the
   graph into fresh UOps (the previous ones are collected first) so no cached rewrite is reused.
   tinygrad's View/ShapeTracker functools caches do persist from run to run (warm); with cold they
-  are cleared before each run, so that like a tgc run (a fresh context) it starts from nothing.
+  are cleared before each run's load, as in a fresh process, so that like a tgc run (a fresh
+  context) it starts from nothing.
   Returns (ms, number of graph rows)."""
   import weakref
   from tinygrad.schedule.kernelize import get_kernelize_map
@@ -498,9 +499,9 @@ def bench(path:str|os.PathLike, repeat:int=5, cold:bool=False) -> tuple[float, i
   times = []
   for i in range(repeat+1):
     gc.collect()
+    for c in caches: c.cache_clear()
     L = load_graph(path, set_options=False)
     nrows = len(L.uops)
-    for c in caches: c.cache_clear()
     with options(L.options):
       st = time.perf_counter()
       becomes_map = get_kernelize_map(L.sink)
