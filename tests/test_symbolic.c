@@ -1279,3 +1279,28 @@ Test(symbolic, gep_through_wmma) {
   int one = 1;
   cr_expect_str_eq(sx(u_simplify(u_gep(w, 1, &one))), "WMMA(VECTORIZE[float.vec(2)](c,d),VECTORIZE[float.vec(2)](g,h),b)");
 }
+
+/* a GEP index outside the VECTORIZE it selects from is bad input, not a read past the sources */
+Test(symbolic, gep_index_out_of_range) {
+  UOp *f[2] = {u_variable("a", 0, 10, dt_float), u_variable("b", 0, 10, dt_float)};
+  UOp *v = uop_new(OP_VECTORIZE, dt_vec(dt_float, 2), 2, f, NULL, NULL);
+  const Value *bad[] = {v_tuplev(1, v_int(5)), v_tuplev(2, v_int(0), v_int(2)), v_tuplev(1, v_int(-1)), v_tuple(0, NULL)};
+  for (int i = 0; i < 4; i++) {
+    UOp *g = uop1(OP_GEP, dt_float, v, bad[i]);
+    TgTry t;
+    if (TG_TRY(t)) {
+      UOp *s = u_simplify(g);
+      tg_try_end(&t);
+      cr_expect(false, "case %d: simplified to %s instead of failing", i, sx(s));
+    } else cr_expect_eq(tg_last_error.code, TG_EINPUT, "case %d: %s", i, tg_last_error.msg);
+  }
+  /* GEP(GEP(x)) with the outer index past the inner GEP's width */
+  UOp *g1 = uop1(OP_GEP, dt_vec(dt_float, 2), uop_new(OP_VECTORIZE, dt_vec(dt_float, 2), 2, f, NULL, NULL), v_tuplev(2, v_int(1), v_int(0)));
+  UOp *g2 = uop1(OP_GEP, dt_float, g1, v_tuplev(1, v_int(3)));
+  TgTry t;
+  if (TG_TRY(t)) {
+    UOp *s = u_simplify(g2);
+    tg_try_end(&t);
+    cr_expect(false, "GEP(GEP) simplified to %s instead of failing", sx(s));
+  } else cr_expect_eq(tg_last_error.code, TG_EINPUT, "%s", tg_last_error.msg);
+}

@@ -778,13 +778,19 @@ static UOp *rw_gep_gep(const Match *m, void *ctx) {
   int a1[256], a2[256], r[256];
   int n1 = gep_idx(g1->arg, a1, 256), n2 = gep_idx(g2->arg, a2, 256);
   if (n1 > 256 || n2 > 256) return NULL;
-  for (int i = 0; i < n1; i++) r[i] = a2[a1[i]];
+  for (int i = 0; i < n1; i++) {
+    if (a1[i] < 0 || a1[i] >= n2) tg_fail(TG_EINPUT, "GEP index %d out of range of a %d-wide GEP", a1[i], n2);
+    r[i] = a2[a1[i]];
+  }
   return u_gep(g2->src[0], n1, r);
 }
 static UOp *rw_gep_vec(const Match *m, void *ctx) {
   UOp *gep = M("gep"), *vec = M("vec");
   int a[256]; int n = gep_idx(gep->arg, a, 256);
   if (n > 256) return NULL;
+  if (n < 1) tg_fail(TG_EINPUT, "GEP of a VECTORIZE with no index");  // vec.src[gep.arg[0]]
+  for (int i = 0; i < n; i++)
+    if (a[i] < 0 || a[i] >= vec->nsrc) tg_fail(TG_EINPUT, "GEP index %d out of range of a %d-wide VECTORIZE", a[i], vec->nsrc);
   if (n > 1) {
     UOp *s[256];
     for (int i = 0; i < n; i++) s[i] = vec->src[a[i]];
