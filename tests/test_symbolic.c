@@ -1304,3 +1304,15 @@ Test(symbolic, gep_index_out_of_range) {
     cr_expect(false, "GEP(GEP) simplified to %s instead of failing", sx(s));
   } else cr_expect_eq(tg_last_error.code, TG_EINPUT, "%s", tg_last_error.msg);
 }
+
+Test(symbolic, gep_of_vconst_index_out_of_range) {
+  const Value *items[2] = {v_float(1), v_float(2)};
+  UOp *vc = uop0(OP_VCONST, dt_vec(dt_float, 2), v_tuple(2, items));
+  TgTry t;
+  if (TG_TRY(t)) {
+    UOp *s = u_simplify(uop1(OP_GEP, dt_float, vc, v_tuplev(1, v_int(2))));
+    tg_try_end(&t);
+    cr_expect(false, "simplified to %s instead of failing", sx(s));
+  } else cr_expect_eq(tg_last_error.code, TG_EINPUT, "%s", tg_last_error.msg);
+  cr_expect_str_eq(sx(u_simplify(uop1(OP_GEP, dt_float, vc, v_tuplev(1, v_int(1))))), "2.0");
+}

@@ -803,8 +803,12 @@ static UOp *rw_gep_vconst(const Match *m, void *ctx) {
   UOp *gep = M("gep"), *c = M("c");
   int a[256]; int n = gep_idx(gep->arg, a, 256);
   if (n > 256) return NULL;
+  if (n < 1) tg_fail(TG_EINPUT, "GEP of a VCONST with no index");
   const Value *it[256];
-  for (int i = 0; i < n; i++) it[i] = c->arg->items[a[i]];
+  for (int i = 0; i < n; i++) {
+    if (c->arg->kind != V_TUPLE || a[i] < 0 || a[i] >= c->arg->n) tg_fail(TG_EINPUT, "GEP index %d out of range of a VCONST", a[i]);
+    it[i] = c->arg->items[a[i]];
+  }
   return u_const_like(gep, v_tuple(n, it));
 }
 static UOp *rw_gep_inorder(const Match *m, void *ctx) {
