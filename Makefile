@@ -5,6 +5,7 @@
 #   make conformance  the scoreboard over ../shared/oracle
 #   make randcheck    tgc against tinygrad on seeded random programs (tools/randgraph.py; RAND_SEEDS=A:B)
 #   make bench        scheduling speed over the largest corpus graphs
+#   make pgo          a profile-guided build (gcc) in build-pgo/: `make bench BUILD=build-pgo`
 #   make opts-sweep   random opt lists (PADTO included) on the numeric corpus against tinygrad's values
 #   make upstream     tinygrad 0.11.0's own test suite recorded as graphs and scored (UPSTREAM_TESTS=a,b)
 #   make fuzz         libFuzzer on the graph reader and scheduler (FUZZ_SECONDS=N; FUZZ_TARGET=codegen adds codegen)
@@ -26,7 +27,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all debug test test-asan unit cli-test conformance randcheck upstream pytest bench bench-kernels opts-sweep scale leak fuzz clean
+.PHONY: all debug test test-asan unit cli-test conformance randcheck upstream pytest bench pgo bench-kernels opts-sweep scale leak fuzz clean
 all: $(BUILD)/tgc $(BUILD)/libtgc.a
 
 $(BUILD)/%.o: %.c
@@ -131,6 +132,20 @@ BENCH_N ?= 20
 bench: $(BUILD)/tgc $(BUILD)/bench
 	N=$(BENCH_N) BUILD=$(BUILD) TGC=$(BUILD)/tgc BENCH=$(BUILD)/bench sh tests/bench.sh $(ORACLE)
 
+# profile-guided optimisation (gcc), the way release compilers are built: PGO_BUILD gets a tgc and a
+# bench compiled with -fprofile-generate, trained by tests/pgo_train.sh on graphs make bench never
+# times, then compiled again, in the same directory (the profile files are named after the objects),
+# with -fprofile-use; code the training never ran is optimised as without a profile
+PGO_BUILD ?= build-pgo
+pgo:
+	@test -n "$(LTO)" || { echo "make pgo: needs gcc (CC=$(CC))" >&2; exit 2; }
+	rm -rf $(PGO_BUILD)
+	$(MAKE) BUILD=$(PGO_BUILD) OPT="$(OPT) -fprofile-generate -fprofile-update=single" $(PGO_BUILD)/tgc $(PGO_BUILD)/bench
+	sh tests/pgo_train.sh $(PGO_BUILD) $(ORACLE)
+	find $(PGO_BUILD) -name '*.o' -delete
+	rm -f $(PGO_BUILD)/tgc $(PGO_BUILD)/bench $(PGO_BUILD)/libtgc.a
+	$(MAKE) BUILD=$(PGO_BUILD) OPT="$(OPT) -fprofile-use -fprofile-partial-training -Wno-missing-profile" $(PGO_BUILD)/tgc $(PGO_BUILD)/bench
+
 # kernel speed: tgc run -d cpu vs tinygrad 0.11.0 CPU vs numpy (tools/kbench.py); KBENCH_ARGS e.g.
 # "--only matmul_512 --repeat 20 --threads 1"
 KBENCH_ARGS ?=
@@ -160,6 +175,6 @@ fuzz:
 	  -artifact_prefix=build-fuzz/ build-fuzz/corpus testdata/fuzz
 
 clean:
-	rm -rf build build-debug build-asan
+	rm -rf build build-debug build-asan $(PGO_BUILD)
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/cli/tgc.d
