@@ -714,3 +714,83 @@ Test(shape, bench_to_indexed_uops) {
 #undef R01
   cr_log_info("st_to_indexed_uops (2 views, uncached): %.1f us per call over %d calls; cached: O(1)", (t1 - t0) * 1e6 / n, n);
 }
+
+/* View.__add__'s integer dimension merge (view.c merge_dims_int) against the symbolic one it
+ * shortcuts: random movement-op chains, st + st2 for each, computed once with the shortcut and once
+ * with view_add_symbolic_only in a fresh context; every tracker must read the same */
+static uint64_t rnd_state;
+static int rnd(int n) { rnd_state = rnd_state * 6364136223846793005ull + 1442695040888963407ull; return (int)((rnd_state >> 33) % (uint64_t)n); }
+static const ShapeTracker *random_mop(const ShapeTracker *s) {
+  SList sh = st_shape(s);
+  int n = sh.n;
+  int64_t d[16];
+  for (int i = 0; i < n; i++) d[i] = sh.v[i].c;
+  switch (rnd(6)) {
+  case 0: {  // reshape: split a dim by 2 or 3, or merge two neighbours
+    int64_t o[16]; int m = 0, at = n ? rnd(n) : 0, k = 2 + rnd(2);
+    if (n && n < 6 && d[at] % k == 0 && rnd(2)) {
+      for (int i = 0; i < n; i++) { if (i == at) { o[m++] = k; o[m++] = d[i] / k; } else o[m++] = d[i]; }
+    } else if (n >= 2) {
+      at = rnd(n - 1);
+      for (int i = 0; i < n; i++) { if (i == at) { o[m++] = d[i] * d[i + 1]; i++; } else o[m++] = d[i]; }
+    } else return s;
+    return st_reshape(s, sl_ints(m, o));
+  }
+  case 1: {  // permute
+    int ax[16];
+    for (int i = 0; i < n; i++) ax[i] = i;
+    for (int i = n - 1; i > 0; i--) { int j = rnd(i + 1), t = ax[i]; ax[i] = ax[j]; ax[j] = t; }
+    return st_permute(s, ax);
+  }
+  case 2: {  // shrink
+    Sint a[32];
+    for (int i = 0; i < n; i++) { int64_t b = rnd((int)d[i]), e = b + 1 + rnd((int)(d[i] - b)); a[2 * i] = si(b); a[2 * i + 1] = si(e); }
+    return st_shrink(s, a);
+  }
+  case 3: {  // pad
+    Sint a[32];
+    for (int i = 0; i < n; i++) { a[2 * i] = si(rnd(3)); a[2 * i + 1] = si(rnd(3)); }
+    return st_pad(s, a);
+  }
+  case 4: {  // expand the 1s
+    int64_t o[16];
+    for (int i = 0; i < n; i++) o[i] = d[i] == 1 ? 1 + rnd(4) : d[i];
+    return st_expand(s, sl_ints(n, o));
+  }
+  default: {
+    bool f[16];
+    for (int i = 0; i < n; i++) f[i] = rnd(2);
+    return st_flip(s, f);
+  }
+  }
+}
+static char **concat_texts(int ncase, bool symbolic) {
+  char **out = calloc((size_t)ncase, sizeof *out);
+  view_add_symbolic_only = symbolic;
+  rnd_state = 12345;
+  for (int i = 0; i < ncase; i++) {
+    int64_t base[4]; int nb = 1 + rnd(3);
+    for (int k = 0; k < nb; k++) base[k] = 1 + rnd(6);
+    const ShapeTracker *s = st_from_shape(sl_ints(nb, base), NULL);
+    for (int k = rnd(5); k >= 0; k--) s = random_mop(s);
+    const ShapeTracker *s2 = st_from_shape(st_shape(s), NULL);
+    for (int k = rnd(5); k >= 0; k--) s2 = random_mop(s2);
+    out[i] = strdup(st_text(st_concat(s, s2)));
+  }
+  view_add_symbolic_only = false;
+  return out;
+}
+Test(shape, view_add_integer_merge_matches_symbolic) {
+  enum { N = 4000 };
+  char **fast = concat_texts(N, false);
+  uop_ctx_free(c);
+  c = uop_ctx_new();
+  char **sym = concat_texts(N, true);
+  int bad = 0;
+  for (int i = 0; i < N; i++) {
+    if (strcmp(fast[i], sym[i]) != 0 && bad++ < 10) cr_log_error("case %d: %s (integer) vs %s (symbolic)", i, fast[i], sym[i]);
+    free(fast[i]), free(sym[i]);
+  }
+  free(fast), free(sym);
+  cr_assert_eq(bad, 0, "%d of %d st + st2 differ", bad, N);
+}

@@ -391,6 +391,66 @@ void pmemo_put(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib,
   pairmap_put(m, a, b, pmemo_hash(ia, ib), r);
 }
 
+/* a vm1 dim's contribution to a vm2 dim in View.__add__: idx_d1 * s1 */
+typedef struct { int d1; Sint s1; } Term;
+
+/* "idx0", "idx1", ...: View.__add__'s variable names, spelled once */
+static const char *idx_name(int i) {
+  static const char *const names[] = {"idx0", "idx1", "idx2", "idx3", "idx4", "idx5", "idx6", "idx7", "idx8", "idx9",
+                                      "idx10", "idx11", "idx12", "idx13", "idx14", "idx15", "idx16", "idx17", "idx18",
+                                      "idx19", "idx20", "idx21", "idx22", "idx23", "idx24", "idx25", "idx26", "idx27",
+                                      "idx28", "idx29", "idx30", "idx31"};
+  if (i < (int)(sizeof names / sizeof names[0])) return names[i];
+  return arena_printf(ga(), "idx%d", i);
+}
+
+/* View.__add__'s dimension merge on integers. tinygrad sums idx_d1 * s1 terms per vm2 dim into
+ * merged_term and asks resolve(merged_term < merged_size) and resolve(0 <= merged_term), which
+ * simplify the sum and read its vmin/vmax. When every number is an int and no variable appears
+ * twice in one merged term, the sum is linear in independent variables: its simplified form (still
+ * such a sum; lt_folding divides it exactly) has vmin/vmax equal to the exact extremes, so each
+ * resolve is a comparison of those. Values stay under 2^31, where tinygrad's int32 constant folding
+ * cannot wrap. Returns 1 (merged: ext_size/ext_lo/ext_hi/next filled), 0 (merged_term is not 0 at
+ * the end: no merge), or -1 (not all ints, a variable twice, or too large: take the symbolic way).
+ * terms[d2 * rowlen + k] is the k-th term of vm2 dim d2. */
+static int merge_dims_int(const View *vm1, const View *vm2, const Sint *origin, const Term *terms, int rowlen, const int *nterm, Sint *ext_size, int64_t *ext_lo, int64_t *ext_hi, int *next_out) {
+  const int64_t LIM = (int64_t)1 << 31;
+  int n1 = vm1->ndim, n2 = vm2->ndim;
+  for (int i = 0; i < n2; i++) if (vm2->shape[i].u || origin[i].u) return -1;
+  for (int i = 0; i < n1; i++) if (vm1->shape[i].u || vm1->shape[i].c < 1 || vm1->shape[i].c > LIM) return -1;
+  uint32_t stamp[64], group = 1;
+  if (n1 > 64) return -1;
+  memset(stamp, 0, sizeof(uint32_t) * (size_t)n1);
+  int64_t msize = 1, lo = 0, hi = 0;
+  int next = 0;
+  for (int d2 = n2 - 1; d2 >= 0; d2--) {
+    for (int k = 0; k < nterm[d2]; k++) {
+      const Term *t = &terms[d2 * rowlen + k];
+      int d1 = t->d1;
+      const Sint *s1 = &t->s1;
+      if (s1->u || stamp[d1] == group) return -1;
+      stamp[d1] = group;
+      int64_t a, ext;
+      if (__builtin_mul_overflow(s1->c, msize, &a) || a <= -LIM || a >= LIM) return -1;
+      if (__builtin_mul_overflow(a, vm1->shape[d1].c - 1, &ext) || ext <= -LIM || ext >= LIM) return -1;
+      if (ext < 0) lo += ext; else hi += ext;
+    }
+    int64_t o;
+    if (__builtin_mul_overflow(origin[d2].c, msize, &o) || o <= -LIM || o >= LIM) return -1;
+    lo += o, hi += o;
+    if (lo <= -LIM || lo >= LIM || hi <= -LIM || hi >= LIM) return -1;
+    if (__builtin_mul_overflow(msize, vm2->shape[d2].c, &msize) || msize <= -LIM || msize >= LIM) return -1;
+    if (hi < msize && lo >= 0) {
+      ext_size[next] = si(msize), ext_lo[next] = lo, ext_hi[next] = hi, next++;
+      msize = 1, lo = hi = 0, group++;
+    }
+  }
+  *next_out = next;
+  return lo == 0 && hi == 0;
+}
+
+bool view_add_symbolic_only;
+
 /* View.__add__ is functools.cache'd in tinygrad */
 static const View *view_add_uncached(const View *vm2, const View *vm1);
 const View *view_add(const View *vm2, const View *vm1) {
@@ -426,7 +486,6 @@ static const View *view_add_uncached(const View *vm2, const View *vm1) {
   Sint *origin = s_tmp(n2), *un = s_tmp(n2);
   unravel(vshape(vm2), vm1->offset, origin);
   for (int i = 0; i < n2; i++) origin[i] = S_ssimplify(origin[i]);
-  typedef struct { int d1; Sint s1; } Term;
   Term *terms = arena_alloc(ga(), sizeof(Term) * (size_t)(n2 * (n1 + 1) + 1));
   int *nterm = arena_alloc(ga(), sizeof(int) * (size_t)(n2 + 1));
 #define TERM(d2, k) terms[(d2) * (n1 + 1) + (k)]
@@ -444,29 +503,32 @@ static const View *view_add_uncached(const View *vm2, const View *vm1) {
     }
   }
   /* merge dimensions in vm2 if required (only when required: merging too many makes vm2's mask hard to project) */
-  UOp **idxs = arena_alloc(ga(), sizeof(UOp *) * (size_t)(n1 + 1));
-  for (int i = 0; i < n1; i++) {
-    char name[32];
-    snprintf(name, sizeof name, "idx%d", i);
-    idxs[i] = u_variable(name, 0, vm1->shape[i].c - 1, dt_int);
-  }
-  Sint merged_size = si(1);
-  UOp *merged_term = uop_const_int(dt_int, 0);
   Sint *ext_size = s_tmp(n2);
   UOp **ext_term = arena_alloc(ga(), sizeof(UOp *) * (size_t)(n2 + 1));
+  int64_t *ext_lo = arena_alloc(ga(), sizeof(int64_t) * (size_t)(n2 + 1)), *ext_hi = arena_alloc(ga(), sizeof(int64_t) * (size_t)(n2 + 1));
   int next = 0;
-  for (int d2 = n2 - 1; d2 >= 0; d2--) {
-    Sint sum = si(0);
-    for (int k = 0; k < nterm[d2]; k++) sum = S_add(sum, S_mul(S_u(idxs[TERM(d2, k).d1]), TERM(d2, k).s1));
-    Sint add = S_mul(S_add(sum, origin[d2]), merged_size);
-    merged_term = add.u ? u_add(merged_term, add.u) : u_addi(merged_term, add.c);
-    merged_size = S_mul(merged_size, vm2->shape[d2]);
-    if (R_LT(S_u(merged_term), merged_size, false) && R_LE(si(0), S_u(merged_term), false)) {
-      ext_size[next] = merged_size; ext_term[next] = merged_term; next++;
-      merged_size = si(1); merged_term = uop_const_int(dt_int, 0);
+  int merged = view_add_symbolic_only ? -1 : merge_dims_int(vm1, vm2, origin, terms, n1 + 1, nterm, ext_size, ext_lo, ext_hi, &next);
+  if (merged < 0) {
+    /* the symbolic merge, as tinygrad computes it: a variable per vm1 dim, resolve() on the sums */
+    UOp **idxs = arena_alloc(ga(), sizeof(UOp *) * (size_t)(n1 + 1));
+    for (int i = 0; i < n1; i++) idxs[i] = u_variable(idx_name(i), 0, vm1->shape[i].c - 1, dt_int);
+    Sint merged_size = si(1);
+    UOp *merged_term = uop_const_int(dt_int, 0);
+    next = 0;
+    for (int d2 = n2 - 1; d2 >= 0; d2--) {
+      Sint sum = si(0);
+      for (int k = 0; k < nterm[d2]; k++) sum = S_add(sum, S_mul(S_u(idxs[TERM(d2, k).d1]), TERM(d2, k).s1));
+      Sint add = S_mul(S_add(sum, origin[d2]), merged_size);
+      merged_term = add.u ? u_add(merged_term, add.u) : u_addi(merged_term, add.c);
+      merged_size = S_mul(merged_size, vm2->shape[d2]);
+      if (R_LT(S_u(merged_term), merged_size, false) && R_LE(si(0), S_u(merged_term), false)) {
+        ext_size[next] = merged_size; ext_term[next] = merged_term; next++;
+        merged_size = si(1); merged_term = uop_const_int(dt_int, 0);
+      }
     }
+    merged = !R_NE(S_u(merged_term), si(0), true);
   }
-  if (R_NE(S_u(merged_term), si(0), true)) return NULL;
+  if (!merged) return NULL;
   /* extents are in reverse dim order: vm2_shape = reversed sizes */
   Sint *v2s = s_tmp(next);
   for (int i = 0; i < next; i++) v2s[i] = ext_size[next - 1 - i];
@@ -483,8 +545,9 @@ static const View *view_add_uncached(const View *vm2, const View *vm1) {
     int nz = n2 < next ? n2 : next;
     for (int d2 = 0; d2 < nz; d2++) {
       Sint b = vm2->mask[2 * d2], e = vm2->mask[2 * d2 + 1], o = origin[d2];
-      UOp *t = u_simplify(ext_term[next - 1 - d2]);
-      Sint tmin = si(u_vmin_i(t)), tmax = si(u_vmax_i(t));
+      int ei = next - 1 - d2;
+      UOp *t = ext_term[ei] ? u_simplify(ext_term[ei]) : NULL;
+      Sint tmin = si(t ? u_vmin_i(t) : ext_lo[ei]), tmax = si(t ? u_vmax_i(t) : ext_hi[ei]);
       /* resolve(b <= t.vmin and t.vmax < e, False): `and` takes bool() of the first comparison */
       bool inside = S_bool(SC_LE, b, tmin) && R_LT(tmax, e, false);
       if (inside) continue;
