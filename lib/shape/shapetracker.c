@@ -26,7 +26,34 @@ static const ShapeTracker *st_with_last(const ShapeTracker *st, const View *v) {
 static const ShapeTracker *st_push(const ShapeTracker *st, const View *v) { return st_edit(st, st->nviews, v); }
 static const View *last(const ShapeTracker *st) { return st->views[st->nviews - 1]; }
 
-const ShapeTracker *st_from_shape(SList shape, const SList *strides) { return st1(view_create(shape, strides, si(0), NULL)); }
+/* ShapeTracker.from_shape(shape, strides), memoised per context (View.create is functools.cache'd in
+ * tinygrad): the entry is found by the hash of the numbers (the key pair is that hash and the
+ * rank) and confirmed against its stored copy of them */
+typedef struct FromShape { int n; const Sint *shape, *strides; const ShapeTracker *st; } FromShape;
+static bool sints_eq(int n, const Sint *a, const Sint *b) {
+  for (int i = 0; i < n; i++) if (!si_eq(a[i], b[i])) return false;
+  return true;
+}
+const ShapeTracker *st_from_shape(SList shape, const SList *strides) {
+  if (strides && !strides->n) strides = NULL;  /* View.create: `if strides` */
+  if (strides && strides->n != shape.n) return st1(view_create(shape, strides, si(0), NULL)); /* its error */
+  uint64_t h = hash_mix(0xf5a9e, (uint64_t)shape.n * 2 + (strides != NULL));
+  for (int i = 0; i < shape.n; i++) h = hash_mix(h, si_hash(shape.v[i]));
+  if (strides) for (int i = 0; i < shape.n; i++) h = hash_mix(h, si_hash(strides->v[i]));
+  const void *ka = (const void *)(uintptr_t)(h | 1), *kb = (const void *)(uintptr_t)(shape.n + 1), *m;
+  if (pmemo_get(PMEMO_FROM_SHAPE, ka, (uint32_t)h, kb, (uint32_t)(h >> 32), &m)) {
+    const FromShape *f = m;
+    if (f->n == shape.n && (f->strides != NULL) == (strides != NULL) && sints_eq(shape.n, f->shape, shape.v) &&
+        (!strides || sints_eq(shape.n, f->strides, strides->v)))
+      return f->st;
+  }
+  const ShapeTracker *st = st1(view_create(shape, strides, si(0), NULL));
+  FromShape *f = arena_alloc(ga(), sizeof *f);
+  *f = (FromShape){shape.n, arena_dup(ga(), shape.v, sizeof(Sint) * (size_t)shape.n),
+                   strides ? arena_dup(ga(), strides->v, sizeof(Sint) * (size_t)shape.n) : NULL, st};
+  pmemo_put(PMEMO_FROM_SHAPE, ka, (uint32_t)h, kb, (uint32_t)(h >> 32), f);
+  return st;
+}
 Sint st_size(const ShapeTracker *st) { return view_size(last(st)); }
 bool st_contiguous(const ShapeTracker *st) { return st->nviews == 1 && st->views[0]->contiguous; }
 

@@ -212,7 +212,7 @@ typedef struct UCtx {
   uint32_t next_id;
   int64_t next_unique;         /* UNIQUE counter for buffers the scheduler creates */
   Options opt;
-  void *memo[8];               /* per-context caches of pure functions, owned by stages: lib/shape's (View.__add__, ShapeTracker.__add__, movement ops) */
+  void *memo[12];              /* per-context caches of pure functions, owned by stages: lib/shape's (View.__add__, ShapeTracker.__add__, from_shape, movement ops) */
   uint32_t walk_epoch; int walk_depth; /* toposort: the running walk's epoch, how many walks are open */
   void *walk_stack; size_t walk_cap;   /* toposort: the outermost walk's (node, visited) stack, reused */
   const Value *vsmall[132];    /* lib/uop: interned None, False, True and the ints -1..127, once looked up */
