@@ -710,19 +710,22 @@ static bool gate_input(UOp *u, void *ctx) {
   if (is_load) { bool isnew; map_slot(ctx, u, uop_h(u), &isnew); }
   return !is_load;
 }
+/* DEVICE_MAX_BUFS.get(device, 0): device is root.device, or the first one's name before ':' */
+static int64_t device_max_bufs(const Value *dv) {
+  const char *d = NULL;
+  size_t n = 0;
+  if (dv && dv->kind == V_STR) d = dv->s, n = strlen(d);
+  else if (dv && dv->kind == V_TUPLE && dv->n && dv->items[0]->kind == V_STR) d = dv->items[0]->s, n = strcspn(d, ":");
+  if (!d) return 0;
+  if (n == 5 && memcmp(d, "METAL", 5) == 0) return 32;
+  if (n == 6 && memcmp(d, "WEBGPU", 6) == 0) return 8;
+  return 0;
+}
 static UOp *limit_bufs(const Match *m, void *ctx) {
   UOp *root = m_get(m, "root");
   // check if backend has a buffer limit
-  const Value *dv = u_device(root);
-  char dev[64] = "";
-  if (dv && dv->kind == V_STR) snprintf(dev, sizeof dev, "%s", dv->s);
-  else if (dv && dv->kind == V_TUPLE && dv->n && dv->items[0]->kind == V_STR) {
-    snprintf(dev, sizeof dev, "%s", dv->items[0]->s);
-    char *c = strchr(dev, ':');
-    if (c) *c = 0;
-  }
   int64_t max_bufs = uctx->opt.max_kernel_buffers;
-  if (!max_bufs) max_bufs = strcmp(dev, "METAL") == 0 ? 32 : strcmp(dev, "WEBGPU") == 0 ? 8 : 0;
+  if (!max_bufs) max_bufs = device_max_bufs(u_device(root));
   if (!max_bufs) return NULL;
   // count number of unique buffers flowing into this op
   UMap bufs;
