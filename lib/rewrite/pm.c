@@ -409,7 +409,7 @@ static UOp cache_none; /* cached "no rewrite" */
 /* is epoch e a rewrite that is still running (one that encloses r)? A later epoch than r's was a
  * rewrite nested in r, finished by now. Epochs left open by an error are taken as running: that
  * only sends their nodes to fb. */
-static bool rw_running(const RCtx *r, uint32_t e) {
+__attribute__((noinline)) static bool rw_running(const RCtx *r, uint32_t e) {
   if (e == 0 || e > r->epoch) return false;
   for (int i = 0; i < r->depth; i++) if (uctx->rw_open[i] == e) return true;
   return false;
@@ -419,7 +419,7 @@ static inline UOp *rs_get(const RCtx *r, UOp *u, int k) {
   /* only a node an enclosing rewrite holds (its epoch stays while this one runs) has entries in fb */
   return r->nfb && (!r->epoch || rw_running(r, u->rw_epoch)) ? umap_get(&r->fb[k], u) : NULL;
 }
-static void rs_put(RCtx *r, UOp *u, int k, UOp *v) {
+static inline void rs_put(RCtx *r, UOp *u, int k, UOp *v) {
   if (u->rw_epoch != r->epoch || !r->epoch) {
     if (!r->epoch || rw_running(r, u->rw_epoch)) {
       umap_put(&r->fb[k], u, v);
@@ -440,13 +440,13 @@ static void rs_replace(RCtx *r, UOp *n, UOp *x) {
 /* tinygrad's bound on the deque: a stack of n entries is a loop */
 static void rq_check(size_t n) { if (n >= 200000) tg_fail(TG_EINPUT, "infinite loop in graph_rewrite (stack too big)"); }
 
-static void rq_grow(RCtx *r) {
+__attribute__((noinline, cold)) static void rq_grow(RCtx *r) {
   size_t nc = r->cap * 2;
   REnt *nq = arena_alloc_raw(&uctx->scratch, sizeof(REnt) * nc);
   for (size_t i = 0; i < r->cnt; i++) nq[i] = r->q[(r->head + i) & (r->cap - 1)];
   r->q = nq; r->cap = nc; r->head = 0;
 }
-static void rq_push(RCtx *r, UOp *n, int stage, UOp *nn) {
+static inline __attribute__((always_inline)) void rq_push(RCtx *r, UOp *n, int stage, UOp *nn) {
   if (r->cnt == r->cap) rq_grow(r);
   r->q[(r->head + r->cnt) & (r->cap - 1)] = (REnt){n, nn, stage};
   r->cnt++;
