@@ -318,7 +318,10 @@ bool upat_match(const UPat *p, UOp *u, Match *m) {
 }
 
 /* ---- PatternMatcher ---- */
-typedef struct PEnt { const CPat *p; RuleFn fn; } PEnt;
+/* a rule of a matcher, with what its root pattern needs of the sources' ops, checked before the
+ * search: pos[i] for source i (a tuple or single-order pattern; all ops where the source pattern
+ * takes any), or pos[0] for every source (a repeated source pattern) */
+typedef struct PEnt { const CPat *p; RuleFn fn; const OpSet *pos; int npos; bool rep; } PEnt;
 struct PM {
   int nrules; Rule *rules;
   int start[OP_COUNT + 1]; /* bucket of op o: ents[start[o] .. start[o+1]) */
@@ -340,9 +343,24 @@ PM *pm_new(const Rule *rules, int n) {
   int fill[OP_COUNT];
   pm->start[0] = 0;
   for (int o = 0; o < OP_COUNT; o++) { pm->start[o + 1] = pm->start[o] + (o ? count[o] : 0); fill[o] = pm->start[o]; }
-  for (int r = 0; r < n; r++)
+  for (int r = 0; r < n; r++) {
+    PEnt e = {cp[r], rules[r].fn, NULL, 0, false};
+    const CPat *p = cp[r];
+    bool tuple = p->srcmode == PS_TUPLE || (p->srcmode == PS_PERM && p->nperm == 1);
+    if ((tuple || p->srcmode == PS_REPEAT) && p->nsrc) {
+      OpSet *pos = arena_alloc(&pm_arena, sizeof(OpSet) * (size_t)p->nsrc);
+      bool any = false;
+      for (int i = 0; i < p->nsrc; i++) {
+        const CPat *c = p->src[tuple && p->perm ? p->perm[i] : i];
+        bool check = c->srcmode != PS_ANY && c->has_ops;
+        pos[i] = check ? c->ops : (OpSet){{~0ull, ~0ull}};
+        any |= check;
+      }
+      if (any) e.pos = pos, e.npos = tuple ? p->nsrc : 1, e.rep = !tuple;
+    }
     for (int o = 1; o < OP_COUNT; o++)
-      if (opset_has(cp[r]->ops, (Op)o)) pm->ents[fill[o]++] = (PEnt){cp[r], rules[r].fn};
+      if (opset_has(cp[r]->ops, (Op)o)) pm->ents[fill[o]++] = e;
+  }
   return pm;
 }
 
@@ -377,9 +395,18 @@ UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
       }
       if (!opset_subset(pe->p->early_reject, ler)) continue;
     }
+    const CPat *p = pe->p;
+    /* what the root needs of u itself and of its sources' ops, before the search */
+    if (u->nsrc < p->required_len || (p->strict && u->nsrc != p->required_len)) continue;
+    if (pe->pos) {
+      bool ok = true;
+      if (pe->rep) for (int j = 0; j < u->nsrc && ok; j++) ok = opset_has(pe->pos[0], (Op)u->src[j]->op);
+      else for (int j = 0; j < pe->npos && ok; j++) ok = opset_has(pe->pos[j], (Op)u->src[j]->op);
+      if (!ok) continue;
+    }
     m.root = u; m.n = 0;
     Env e = {pe->fn, ctx};
-    UOp *r = mgoal(pe->p, u, NULL, &m, &e);
+    UOp *r = mgoal(p, u, NULL, &m, &e);
     if (r && r != u) return r;
   }
   return NULL;
