@@ -298,6 +298,7 @@ bool st_has_mask(const ShapeTracker *st) {
 
 /* ---- variables ---- */
 static int view_vars(const View *v, UOp **out, int n, int cap) {
+  if (!v->symbolic) return n;
   for (int i = 0; i < v->ndim; i++) if (v->shape[i].u) n = shape_uop_vars(v->shape[i].u, out, n, cap);
   for (int i = 0; i < v->ndim; i++) if (v->strides[i].u) n = shape_uop_vars(v->strides[i].u, out, n, cap);
   if (v->offset.u) n = shape_uop_vars(v->offset.u, out, n, cap);

@@ -131,6 +131,7 @@ struct View {
   Sint offset;
   const Sint *mask;     /* NULL, or 2*ndim entries: (begin, end) per axis */
   bool contiguous;
+  bool symbolic;        /* some number is a UOp (not part of identity: it follows from the numbers) */
   uint64_t hash; uint32_t id;
 };
 struct ShapeTracker { int nviews; const View *const *views; uint64_t hash; uint32_t id;

@@ -174,6 +174,8 @@ const View *view_intern(int ndim, const Sint *shape, const Sint *strides, Sint o
   v->offset = offset;
   v->mask = mask ? arena_dup(ga(), mask, sizeof(Sint) * 2 * (size_t)ndim) : NULL;
   v->contiguous = contiguous;
+  v->symbolic = offset.u != NULL;
+  for (int i = 0; i < ndim; i++) v->symbolic |= shape[i].u || strides[i].u || (mask && (mask[2 * i].u || mask[2 * i + 1].u));
   v->hash = h;
   v->id = uctx->next_id++;
   iset_add(&uctx->views, h, v);
