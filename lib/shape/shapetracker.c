@@ -30,10 +30,6 @@ static const View *last(const ShapeTracker *st) { return st->views[st->nviews - 
  * tinygrad): the entry is found by the hash of the numbers (the key pair is that hash and the
  * rank) and confirmed against its stored copy of them */
 typedef struct FromShape { int n; const Sint *shape, *strides; const ShapeTracker *st; } FromShape;
-static bool sints_eq(int n, const Sint *a, const Sint *b) {
-  for (int i = 0; i < n; i++) if (!si_eq(a[i], b[i])) return false;
-  return true;
-}
 const ShapeTracker *st_from_shape(SList shape, const SList *strides) {
   if (strides && !strides->n) strides = NULL;  /* View.create: `if strides` */
   if (strides && strides->n != shape.n) return st1(view_create(shape, strides, si(0), NULL)); /* its error */
@@ -43,8 +39,8 @@ const ShapeTracker *st_from_shape(SList shape, const SList *strides) {
   const void *ka = (const void *)(uintptr_t)(h | 1), *kb = (const void *)(uintptr_t)(shape.n + 1), *m;
   if (pmemo_get(PMEMO_FROM_SHAPE, ka, (uint32_t)h, kb, (uint32_t)(h >> 32), &m)) {
     const FromShape *f = m;
-    if (f->n == shape.n && (f->strides != NULL) == (strides != NULL) && sints_eq(shape.n, f->shape, shape.v) &&
-        (!strides || sints_eq(shape.n, f->strides, strides->v)))
+    if (f->n == shape.n && (f->strides != NULL) == (strides != NULL) && sl_eq(sl(shape.n, f->shape), shape) &&
+        (!strides || sl_eq(sl(shape.n, f->strides), *strides)))
       return f->st;
   }
   const ShapeTracker *st = st1(view_create(shape, strides, si(0), NULL));

@@ -116,10 +116,6 @@ static bool reshape_mask(const Sint *mask, SList old_shape, SList new_shape, Sin
 }
 
 /* ---- View.create ---- */
-static bool sints_eq_n(int n, const Sint *a, const Sint *b) {
-  for (int i = 0; i < n; i++) if (!si_eq(a[i], b[i])) return false;
-  return true;
-}
 /* View.create when every number is an int (the common case): the steps below, without the
  * temporaries the symbolic ones need */
 static bool sints_int(int n, const Sint *v) {
@@ -167,7 +163,7 @@ static const View *view_create_int(SList shape, const SList *strides_in, Sint of
     }
   }
   if (mask && n == 0) mask = NULL;
-  bool contiguous = S_EQI(offset, 0) && !mask && sints_eq_n(n, st, df);
+  bool contiguous = S_EQI(offset, 0) && !mask && sl_eq(sl(n, st), sl(n, df));
   return view_intern(n, shape.v, st, offset, mask, contiguous);
 }
 
