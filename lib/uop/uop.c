@@ -100,8 +100,12 @@ UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg
   if (!tag) tag = v_none();
   if (!dt) dt = dt_void;
   if (nsrc > UOP_MAX_SRC) tg_fail(TG_EINPUT, "a %s with %d sources is more than tgc supports", op_names[op], nsrc);
-  uint64_t h = hash_mix(hash_mix(hash_mix(hash_mix(0xC0FFEE, op), dt->id), arg->hash), tag->hash);
-  for (int i = 0; i < nsrc; i++) h = hash_mix(h, uop_h(src[i]));
+  /* multiply-xor per field (the node ids are dense), one avalanche at the end for the low bits
+   * the table index takes */
+  const uint64_t K = 0x9E3779B97F4A7C15ull;
+  uint64_t h = ((((0xC0FFEEull ^ op) * K ^ dt->id) * K ^ arg->hash) * K ^ tag->hash) * K;
+  for (int i = 0; i < nsrc; i++) h = (h ^ src[i]->id) * K;
+  h ^= h >> 29;
   UProbe p = {op, dt, nsrc, src, arg, tag};
   UOp *f = iset_find(&uctx->uops, h, uop_eq, &p);
   if (f) return f;
