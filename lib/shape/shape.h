@@ -21,7 +21,7 @@ bool sl_all_int(SList a);
 const View *view_create(SList shape, const SList *strides, Sint offset, const Sint *mask); /* View.create (canonicalises) */
 Sint view_size(const View *v);                          /* prod of vmax of shape */
 const View *view_add(const View *vm2, const View *vm1); /* vm2 + vm1, NULL when not mergeable */
-extern bool view_add_symbolic_only; /* tests: View.__add__'s dimension merge always the symbolic way (no integer shortcut) */
+extern _Thread_local bool view_add_symbolic_only; /* tests: View.__add__'s dimension merge always the symbolic way (no integer shortcut) */
 const View *view_invert(const View *v, SList out_shape);/* NULL when not invertible */
 const View *view_minify(const View *v);
 const View *view_pad(const View *v, const Sint *arg);   /* arg: 2*ndim (before, after) */

@@ -504,7 +504,7 @@ static int merge_dims_int(const View *vm1, const View *vm2, const Sint *origin, 
   return lo == 0 && hi == 0;
 }
 
-bool view_add_symbolic_only;
+_Thread_local bool view_add_symbolic_only;
 
 /* View.__add__ is functools.cache'd in tinygrad */
 static const View *view_add_uncached(const View *vm2, const View *vm1);
