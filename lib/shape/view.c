@@ -116,63 +116,8 @@ static bool reshape_mask(const Sint *mask, SList old_shape, SList new_shape, Sin
 }
 
 /* ---- View.create ---- */
-/* View.create when every number is an int (the common case): the steps below, without the
- * temporaries the symbolic ones need */
-static bool sints_int(int n, const Sint *v) {
-  for (int i = 0; i < n; i++) if (v[i].u) return false;
-  return true;
-}
-static const View *view_create_int(SList shape, const SList *strides_in, Sint offset, const Sint *mask) {
-  int n = shape.n;
-  Sint st[64], df[64], zm[128];
-  for (int i = 0; i < n; i++)
-    if (shape.v[i].c < 0) tg_fail(TG_EINPUT, "Trying to create View with negative dimension");
-  /* strides_for_shape, canonicalised (a dim of 1 gets stride 0) */
-  if (n) df[n - 1] = si(1);
-  for (int i = n - 2; i >= 0; i--) df[i] = S_mul(df[i + 1], shape.v[i + 1]);
-  for (int i = 0; i < n; i++) {
-    if (S_EQI(shape.v[i], 1)) df[i] = si(0);
-    st[i] = strides_in ? (S_EQI(shape.v[i], 1) ? si(0) : strides_in->v[i]) : df[i];
-  }
-  for (int i = 0; i < n; i++)
-    if (S_EQI(shape.v[i], 0)) {  // canonicalize 0 in shape
-      for (int k = 0; k < n; k++) st[k] = si(0);
-      return view_intern(n, shape.v, st, si(0), NULL, true);
-    }
-  if (mask) {  // canonicalize no-op mask
-    bool noop = true;
-    for (int i = 0; i < n && noop; i++) noop = S_EQI(mask[2 * i], 0) && S_EQ(mask[2 * i + 1], shape.v[i]);
-    if (noop) mask = NULL;
-  }
-  if (mask && n) {
-    /* a dim masked down to one index gets stride 0, its index moves into the offset */
-    bool elim[64], any = false;
-    for (int i = 0; i < n; i++) any |= elim[i] = !(mask[2 * i].c + 1 < mask[2 * i + 1].c);
-    if (any) {
-      bool empty = false;
-      for (int i = 0; i < n && !empty; i++) empty = !(mask[2 * i].c < mask[2 * i + 1].c);
-      if (empty) {  // all-empty mask: nothing is valid
-        for (int i = 0; i < n; i++) st[i] = si(0), zm[2 * i] = zm[2 * i + 1] = si(0);
-        offset = si(0);
-        mask = zm;
-      }
-      Sint sum = si(0);
-      for (int i = 0; i < n; i++) sum = S_add(sum, elim[i] ? S_mul(st[i], mask[2 * i]) : si(0));
-      offset = S_add(offset, sum);
-      for (int i = 0; i < n; i++) if (elim[i]) st[i] = si(0);
-    }
-  }
-  if (mask && n == 0) mask = NULL;
-  bool contiguous = S_EQI(offset, 0) && !mask && sl_eq(sl(n, st), sl(n, df));
-  return view_intern(n, shape.v, st, offset, mask, contiguous);
-}
-
 const View *view_create(SList shape, const SList *strides_in, Sint offset, const Sint *mask_in) {
   int n = shape.n;
-  if (strides_in && !strides_in->n) strides_in = NULL;
-  if (n <= 64 && !offset.u && sints_int(n, shape.v) && (!strides_in || (strides_in->n >= n && sints_int(n, strides_in->v))) &&
-      (!mask_in || sints_int(2 * n, mask_in)))
-    return view_create_int(shape, strides_in, offset, mask_in);
   for (int i = 0; i < n; i++)
     if (!R_GE(shape.v[i], si(0), true)) tg_fail(TG_EINPUT, "Trying to create View with negative dimension");
   SList strides = (strides_in && strides_in->n) ? canonicalize_strides(shape, *strides_in) : strides_for_shape(shape);
