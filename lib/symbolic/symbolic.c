@@ -773,15 +773,20 @@ static int gep_idx(const Value *a, int *out, int cap) {
   for (int i = 0; i < n && i < cap; i++) out[i] = (int)a->items[i]->i;
   return n;
 }
+/* a GEP index past the width of what it selects from is bad input, not a read past the sources */
+static void gep_in_range(const Value *arg, int width, const char *of) {
+  for (int i = 0; arg->kind == V_TUPLE && i < arg->n; i++) {
+    int x = (int)arg->items[i]->i;  /* as gep_idx reads it */
+    if (x < 0 || x >= width) tg_fail(TG_EINPUT, "GEP index %d out of range of a %d-wide %s", x, width, of);
+  }
+}
 static UOp *rw_gep_gep(const Match *m, void *ctx) {
   UOp *g1 = M("g1"), *g2 = M("g2");
   int a1[256], a2[256], r[256];
   int n1 = gep_idx(g1->arg, a1, 256), n2 = gep_idx(g2->arg, a2, 256);
   if (n1 > 256 || n2 > 256) return NULL;
-  for (int i = 0; i < n1; i++) {
-    if (a1[i] < 0 || a1[i] >= n2) tg_fail(TG_EINPUT, "GEP index %d out of range of a %d-wide GEP", a1[i], n2);
-    r[i] = a2[a1[i]];
-  }
+  gep_in_range(g1->arg, n2, "GEP");
+  for (int i = 0; i < n1; i++) r[i] = a2[a1[i]];
   return u_gep(g2->src[0], n1, r);
 }
 static UOp *rw_gep_vec(const Match *m, void *ctx) {
@@ -789,8 +794,7 @@ static UOp *rw_gep_vec(const Match *m, void *ctx) {
   int a[256]; int n = gep_idx(gep->arg, a, 256);
   if (n > 256) return NULL;
   if (n < 1) tg_fail(TG_EINPUT, "GEP of a VECTORIZE with no index");  // vec.src[gep.arg[0]]
-  for (int i = 0; i < n; i++)
-    if (a[i] < 0 || a[i] >= vec->nsrc) tg_fail(TG_EINPUT, "GEP index %d out of range of a %d-wide VECTORIZE", a[i], vec->nsrc);
+  gep_in_range(gep->arg, vec->nsrc, "VECTORIZE");
   if (n > 1) {
     UOp *s[256];
     for (int i = 0; i < n; i++) s[i] = vec->src[a[i]];
@@ -804,11 +808,9 @@ static UOp *rw_gep_vconst(const Match *m, void *ctx) {
   int a[256]; int n = gep_idx(gep->arg, a, 256);
   if (n > 256) return NULL;
   if (n < 1) tg_fail(TG_EINPUT, "GEP of a VCONST with no index");
+  gep_in_range(gep->arg, c->arg->kind == V_TUPLE ? c->arg->n : 0, "VCONST");
   const Value *it[256];
-  for (int i = 0; i < n; i++) {
-    if (c->arg->kind != V_TUPLE || a[i] < 0 || a[i] >= c->arg->n) tg_fail(TG_EINPUT, "GEP index %d out of range of a VCONST", a[i]);
-    it[i] = c->arg->items[a[i]];
-  }
+  for (int i = 0; i < n; i++) it[i] = c->arg->items[a[i]];
   return u_const_like(gep, v_tuple(n, it));
 }
 static UOp *rw_gep_inorder(const Match *m, void *ctx) {
