@@ -405,8 +405,15 @@ UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
       if (!ok) continue;
     }
     m.root = u; m.n = 0;
-    Env e = {pe->fn, ctx};
-    UOp *r = mgoal(p, u, NULL, &m, &e);
+    UOp *r;
+    if (p->simple) { /* nothing to search: the root's checks, its name, the callback (mgoal's steps) */
+      if (!simple_ok(p, u)) continue;
+      if (p->name) m.names[0] = p->name, m.vals[0] = u, m.n = 1;
+      r = pe->fn(&m, ctx);
+    } else {
+      Env e = {pe->fn, ctx};
+      r = mgoal(p, u, NULL, &m, &e);
+    }
     if (r && r != u) return r;
   }
   return NULL;
@@ -651,7 +658,8 @@ RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bot
   rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);
   for (int j = 0; j < topo.n; j++) {
     UOp *k = topo.v[bottom_up ? topo.n - 1 - j : j];
-    UOp *v = unified_rewrite(&r, k);
+    UOp *v = rs_get(&r, k, RW_REPLACE); /* a bottom-up rewrite reaches most keys from an earlier one */
+    if (!v) v = unified_rewrite(&r, k);
     nm.keys[nm.n++] = k;
     nm.val[k->id] = v;
     if (k != v && k->meta.n) meta_move(k, v);
