@@ -499,6 +499,56 @@ Test(pm, substitute) {
   cr_assert(strstr(tg_last_error.msg, "infinite loop in fixed_point_rewrite"));
 }
 
+/* uop_substitute takes the nodes that reach no key as unchanged without visiting them; on random
+ * DAGs and maps (values: graph nodes or fresh ones, chains and cycles included) it gives what the
+ * plain bottom-up _substitute rewrite gives, the same node or the same error */
+static uint64_t xrand(uint64_t *s) { /* splitmix64 */
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+Test(pm, substitute_skip_matches_full_rewrite) {
+  pm_init();
+  uint64_t seed = 0x5eed;
+  int same_node = 0, errors = 0, changed = 0;
+  for (int trial = 0; trial < 400; trial++) {
+    UOp *nodes[40];
+    int n = 5 + (int)(xrand(&seed) % 35);
+    for (int i = 0; i < n; i++) {
+      int k = i ? (int)(xrand(&seed) % 4) : 0;
+      UOp *src[3];
+      for (int j = 0; j < k && j < 3; j++) src[j] = nodes[xrand(&seed) % (uint64_t)i];
+      char name[16];
+      snprintf(name, sizeof name, "n%d_%d", trial % 3, i);
+      nodes[i] = uop_new(OP_NOOP, dt_void, k < 3 ? k : 3, src, v_str(name), NULL);
+    }
+    UOp *root = nodes[n - 1];
+    UMap d;
+    umap_init(&d, ga());
+    int nk = 1 + (int)(xrand(&seed) % 4);
+    for (int i = 0; i < nk; i++) {
+      UOp *key = nodes[xrand(&seed) % (uint64_t)n];
+      UOp *val = xrand(&seed) % 2 ? nodes[xrand(&seed) % (uint64_t)n] : N("fresh", 1, nodes[xrand(&seed) % (uint64_t)n]);
+      umap_put(&d, key, val);
+    }
+    UOp *want = NULL, *got = NULL;
+    char want_err[256] = "", got_err[256] = "";
+    TgTry t;
+    if (TG_TRY(t)) { want = graph_rewrite(root, pm_substitute, &d, true, NULL); tg_try_end(&t); }
+    else snprintf(want_err, sizeof want_err, "%s", tg_last_error.msg);
+    if (TG_TRY(t)) { got = uop_substitute(root, &d); tg_try_end(&t); }
+    else snprintf(got_err, sizeof got_err, "%s", tg_last_error.msg);
+    cr_assert_eq(got, want, "trial %d", trial);
+    cr_assert_str_eq(got_err, want_err, "trial %d", trial);
+    if (want_err[0]) errors++;
+    else if (want == root) same_node++;
+    else changed++;
+  }
+  /* the trials cover the three outcomes */
+  cr_assert(same_node > 20 && errors > 5 && changed > 100, "unchanged %d, errors %d, changed %d", same_node, errors, changed);
+}
+
 /* ---- speed ---- */
 static UOp *fold_add_zero(const Match *m, void *ctx) { return m_get(m, "x"); }
 static const Rule add_zero[] = {

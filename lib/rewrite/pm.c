@@ -715,7 +715,37 @@ UOp *uop_substitute(UOp *root, const UMap *dvars) {
   umap_init(&d, &uctx->scratch);
   MAP_EACH(dvars, e) if (e->key != e->val) umap_put(&d, e->key, e->val);
   UOp *ret = root;
-  if (d.live) ret = graph_rewrite(root, pm_substitute, &d, true, NULL);
+  if (d.live) {
+    RCtx r;
+    NRJump *saved = nr_top;
+    rctx_init(&r, NULL, pm_substitute, &d);
+    /* A node that is no key and reaches none rewrites to itself (the rule only maps keys): it is
+     * entered as its own result before the rewrite starts, which then never visits its graph.
+     * That visit could only matter through tinygrad's bound on its stack (200000 entries): the
+     * rewrite of the graph of root and the values, n nodes and e edges, pushes at most
+     * 1 + 4n + 2e entries, so a graph with n + e under 50000 is entered safely, and a larger one is
+     * visited as tinygrad visits it. (Each graph is sorted alone: the values' share nodes with
+     * root's, and the sum of their sizes bounds n + e from above.) */
+    UList *topo = arena_alloc_raw(&uctx->scratch, sizeof(UList) * (size_t)(d.live + 1));
+    int nt = 0;
+    size_t size = 0;
+    topo[nt++] = uop_toposort_in(&uctx->scratch, root, NULL, NULL);
+    MAP_EACH(&d, e) topo[nt++] = uop_toposort_in(&uctx->scratch, e->val, NULL, NULL);
+    for (int t = 0; t < nt; t++) {
+      size += (size_t)topo[t].n;
+      for (int i = 0; i < topo[t].n; i++) size += (size_t)topo[t].v[i]->nsrc;
+    }
+    for (int t = 0; t < nt && size < 50000; t++) for (int i = 0; i < topo[t].n; i++) {
+      UOp *u = topo[t].v[i];
+      bool clean = !umap_has(&d, u);
+      for (int j = 0; j < u->nsrc && clean; j++) clean = rs_get(&r, u->src[j], RW_REPLACE) != NULL;
+      if (clean) rs_replace(&r, u, u);
+    }
+    ret = rs_get(&r, root, RW_REPLACE);
+    if (!ret) ret = unified_rewrite(&r, root);
+    rctx_done(&r);
+    nr_top = saved;
+  }
   arena_pop(&uctx->scratch, mk);
   return ret;
 }
