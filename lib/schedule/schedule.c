@@ -109,10 +109,12 @@ static void add_item(PtrVec *items, UOp *k, UOp *ast, int nbufs, SchedBuf *bufs,
 Schedule *create_schedule(UOp *sink) {
   /* the passes make several nodes per node they read: size the intern table for that once (a big
    * graph's table grows as it needs, so no more than 256K entries ahead) */
+  double t0 = tg_now_ms();
   size_t n = uctx->uops.n, more = n * 7 < ((size_t)1 << 18) ? n * 7 : (size_t)1 << 18;
   iset_reserve(&uctx->uops, n + more);
   Schedule *S = arena_alloc(ga(), sizeof *S);
   S->kernelize_map = get_kernelize_map(sink);
+  S->kernelize_ms = tg_now_ms() - t0;
   /* the sink tensor.py builds after kernelize: the mapped uop of every source */
   UOp **ss = arena_alloc(ga(), sizeof(UOp *) * (size_t)(sink->nsrc + 1));
   for (int i = 0; i < sink->nsrc; i++) {

@@ -23,6 +23,7 @@ typedef struct Schedule {
   int nkernels, ncopies, nviews;  /* SINK, COPY, BUFFER_VIEW KERNELs (items with shard <= 0) */
   UMap kernelize_map;             /* tensor uop -> rewritten uop */
   UOp *sched_sink;                /* kernelize_map[sink] */
+  double kernelize_ms;            /* how long get_kernelize_map took (tinygrad's function of that name) */
 } Schedule;
 
 /* named stages for `tgc dump --stage NAME` */
