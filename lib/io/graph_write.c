@@ -1,4 +1,4 @@
-/* graph_write.c: UOp rows out (FORMATS.md §1 row format): json_uop_table and graph_write.
+/* graph_write.c: UOp rows out (FORMATS.md §1 row format): json_uop_rows and graph_write.
  *
  * Rows come in the order of tinygrad's toposort (an explicit stack, parents first, srcs in order),
  * extended so that UOps named inside an arg or tag (symbolic sizes in a ShapeTracker, a Kernel's
@@ -39,7 +39,7 @@ typedef struct WCtx { Map ids; } WCtx;
 static int64_t wid(WCtx *W, UOp *u) {
   bool found;
   void *v = map_get(&W->ids, u, uop_h(u), &found);
-  if (!found) tg_fail(TG_EINTERNAL, "json_uop_table: a UOp in an arg is not in the table");
+  if (!found) tg_fail(TG_EINTERNAL, "json_uop_rows: a UOp in an arg is not in the table");
   return (int64_t)(intptr_t)v;
 }
 static cJSON *json_sint(WCtx *W, Sint s) {
@@ -175,7 +175,7 @@ static UList table_order(int nroots, UOp *const *roots) {
 }
 
 /* Rows are printed one at a time into one text (a row's cJSON tree lives only while it prints),
- * so the table never holds a tree for every row: the result is a raw JSON node, "[row,...]". */
+ * so the table never holds a tree for every row: the result is the text "[row,...]". */
 typedef struct TBuf { char *p; size_t n, cap; } TBuf;
 static void tb_put(TBuf *b, const char *s, size_t n) {
   if (b->n + n + 1 > b->cap) {
@@ -231,7 +231,7 @@ static void uop_rows(TBuf *b, WCtx *W, UList order) {
   }
   tb_put(b, "]", 1);
 }
-cJSON *json_uop_table(int nroots, UOp *const *roots, int *root_ids) {
+char *json_uop_rows(int nroots, UOp *const *roots, int *root_ids) {
   ArenaMark mk = arena_mark(&uctx->scratch);
   UList order = table_order(nroots, roots);
   WCtx W;
@@ -249,10 +249,26 @@ cJSON *json_uop_table(int nroots, UOp *const *roots, int *root_ids) {
   }
   if (root_ids) for (int i = 0; i < nroots; i++) root_ids[i] = (int)wid(&W, roots[i]);
   arena_pop(&uctx->scratch, mk);
-  cJSON *rows = cJSON_CreateRaw(b.p);
-  free(b.p);
-  if (!rows) tg_fail(TG_EINTERNAL, "out of memory printing JSON");
-  return rows;
+  return b.p;
+}
+
+char *json_print_with_rows(Arena *a, cJSON *head, const char *key, char *rows, const char *tail) {
+  char *h = cJSON_PrintUnformatted(head);
+  cJSON_Delete(head);
+  if (!h) { free(rows); tg_fail(TG_EINTERNAL, "out of memory printing JSON"); }
+  size_t nh = strlen(h), nk = strlen(key), nr = strlen(rows), nt = strlen(tail);
+  if (nh < 2 || h[nh - 1] != '}') { free(h); free(rows); tg_fail(TG_EINTERNAL, "json_print_with_rows: the head is not an object"); }
+  bool empty = nh == 2; /* "{}": no comma before the key */
+  char *out = arena_alloc_raw(a, nh + nk + nr + nt + 8), *p = out;
+  memcpy(p, h, nh - 1), p += nh - 1;
+  if (!empty) *p++ = ',';
+  *p++ = '"', memcpy(p, key, nk), p += nk, *p++ = '"', *p++ = ':';
+  memcpy(p, rows, nr), p += nr;
+  memcpy(p, tail, nt), p += nt;
+  *p++ = '}', *p++ = '\n', *p = 0;
+  free(h);
+  free(rows);
+  return out;
 }
 
 /* the printed document as arena text; frees the cJSON tree */
@@ -289,15 +305,17 @@ char *graph_write(Arena *a, UOp *sink, const Options *opt) {
   cJSON_AddItemToObject(o, "RING", json_int(opt->ring));
   cJSON_AddItemToObject(doc, "options", o);
   int sid;
+  char *rows = NULL;
   TgTry t;
   if (TG_TRY(t)) {
-    cJSON_AddItemToObject(doc, "uops", json_uop_table(1, &sink, &sid));
+    rows = json_uop_rows(1, &sink, &sid);
     tg_try_end(&t);
   } else {
     cJSON_Delete(doc);
     TgErr e = tg_last_error; /* tg_fail formats into tg_last_error: pass a copy */
     tg_fail(e.code, "%s", e.msg);
   }
-  cJSON_AddItemToObject(doc, "sink", json_int(sid));
-  return json_print_free(a, doc);
+  char tail[32];
+  snprintf(tail, sizeof tail, ",\"sink\":%d", sid);
+  return json_print_with_rows(a, doc, "uops", rows, tail);
 }

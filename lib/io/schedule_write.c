@@ -1,6 +1,6 @@
 /* schedule_write.c: the schedule file (FORMATS.md §3).
  *
- * One uop table holds every item's AST (json_uop_table with all ASTs as roots, so shared nodes
+ * One uop table holds every item's AST (json_uop_rows with all ASTs as roots, so shared nodes
  * get one row). Buffers are numbered in the order items first touch them (DEFINE_GLOBAL order
  * within an item). A multi-device KERNEL is one item (its shards are not repeated) and a
  * multi-device BUFFER one entry whose device is the list of its devices. Each
@@ -65,7 +65,7 @@ char *schedule_write_json(Arena *a, const Schedule *s, const Graph *g, const cha
   cJSON_AddItemToObject(doc, "version", json_int(1));
   cJSON_AddStringToObject(doc, "producer", "tgc 0.1.0");
   cJSON_AddItemToObject(doc, "kernels", json_int(nk));
-  cJSON *uops = json_uop_table(s->nitems, asts, ast_ids);
+  char *uops = json_uop_rows(s->nitems, asts, ast_ids);
   cJSON *items = cJSON_CreateArray();
   for (int i = 0; i < s->nitems; i++) {
     const SchedItem *it = &s->items[i];
@@ -140,7 +140,6 @@ char *schedule_write_json(Arena *a, const Schedule *s, const Graph *g, const cha
   cJSON_AddItemToObject(doc, "items", items);
   cJSON_AddItemToObject(doc, "buffers", bufs);
   cJSON_AddItemToObject(doc, "outputs", outs);
-  cJSON_AddItemToObject(doc, "uops", uops);
   arena_pop(&uctx->scratch, mk);
-  return json_print_free(a, doc);
+  return json_print_with_rows(a, doc, "uops", uops, "");
 }
