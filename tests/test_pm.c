@@ -386,6 +386,30 @@ Test(pm, rewrite_not_ready_requeues_at_the_bottom) {
   cr_assert_str_eq(topo_labels(o, buf, sizeof buf), "c',a',b',d',SINK");
 }
 
+Test(pm, rewrite_map_not_ready_finishes_the_key_first) {
+  /* graph_rewrite_map rewrites key after key; a RewriteNotReady goes to the bottom of that key's
+   * stack, so the key is done before the next starts. tinygrad 0.11.0 on the graph above:
+   * td rec ['c', "c'", 'a', 'a', 'a', "a'", 'b', "b'", 'd', "d'"], map c:c' a:a' b:b' d:d' SINK:SINK
+   * bu rec ['a', 'b', "b'", 'c', "c'", "b'", 'd', "d'", 'a', 'a', "a'", "a'"], map SINK d b a c */
+  UOp *cc = N("c", 0), *a = N("a", 1, cc), *b = N("b", 1, cc), *d = N("d", 0);
+  UOp *s = uop_sink(3, (UOp *[]){a, b, d}, NULL);
+  Rule r[] = {{UP(.ops = OPS(OP_NOOP), .name = "x"), not_ready_twice}};
+  PM *pm = pm_new(r, 1);
+  NRCtx n = {{{0}, 0}, 0};
+  char buf[256];
+  UMap m = graph_rewrite_map(s, pm, &n, false, NULL, NULL);
+  cr_assert_str_eq(n.l.s, "c,c',a,a,a,a',b,b',d,d'");
+  buf[0] = 0;
+  MAP_EACH(&m, e) { size_t k = strlen(buf); snprintf(buf + k, sizeof buf - k, "%s(%s,%s)", k ? "," : "", lab(e->key), lab(e->val)); }
+  cr_assert_str_eq(buf, "(c,c'),(a,a'),(b,b'),(d,d'),(SINK,SINK)");
+  memset(&n, 0, sizeof n);
+  m = graph_rewrite_map(s, pm, &n, true, NULL, NULL);
+  cr_assert_str_eq(n.l.s, "a,b,b',c,c',b',d,d',a,a,a',a'");
+  buf[0] = 0;
+  MAP_EACH(&m, e) { size_t k = strlen(buf); snprintf(buf + k, sizeof buf - k, "%s(%s,%s)", k ? "," : "", lab(e->key), lab(e->val)); }
+  cr_assert_str_eq(buf, "(SINK,SINK),(d,d'),(b,b'),(a,a'),(c,c')");
+}
+
 /* nested rewrites: a callback rewriting the same graph again must not disturb the enclosing
  * rewrite's tables (they live on the nodes: UOp.rw), nor an inner rewrite that failed */
 typedef struct NestCtx { UOp *graph; PM *inner; char seen[128]; bool fail_first; } NestCtx;

@@ -647,6 +647,37 @@ static void meta_move(UOp *k, UOp *v) {
   uop_set_meta(v, (MetaList){n, out});
 }
 
+/* graph_rewrite_rmap's keys rewritten in turn (topo reversed when bottom_up), each result put in
+ * nm: unified_rewrite for every key, with one RewriteNotReady target for all of them. After an
+ * unwind the interrupted key's rewrite goes on, then the next key's; the loop's state lives in *jp
+ * and *nm, outside this frame, as longjmp requires. */
+static void rmap_loop(RCtx *r, UList topo, bool bottom_up, RMap *nm, int *jp) {
+  NRJump jb;
+  jb.prev = nr_top; jb.try_top = tg_try_top;
+  int depth = uctx->rw_depth;
+  volatile bool resumed = false;
+  if (setjmp(jb.jb)) {
+    nr_top = jb.prev; tg_try_top = jb.try_top; uctx->rw_depth = depth;
+    rq_push_front(r, r->cur.n, r->cur.stage, r->cur.nn);
+    resumed = true;
+  }
+  nr_top = &jb;
+  for (; *jp < topo.n; (*jp)++) {
+    UOp *k = topo.v[bottom_up ? topo.n - 1 - *jp : *jp];
+    UOp *v = rs_get(r, k, RW_REPLACE); /* a bottom-up rewrite reaches most keys from an earlier one */
+    if (resumed || !v) {
+      if (!resumed) rq_push(r, k, 0, k);
+      resumed = false;
+      rewrite_loop(r);
+      v = rs_get(r, k, RW_REPLACE);
+    }
+    nm->keys[nm->n++] = k;
+    nm->val[k->id] = v;
+    if (k != v && k->meta.n) meta_move(k, v);
+  }
+  nr_top = jb.prev;
+}
+
 RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const RMap *input_map) {
   /* every key is a node of sink's graph or of input_map's keys, all older than this call */
   uint32_t cap = uctx->next_id;
@@ -656,14 +687,8 @@ RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bot
   NRJump *saved = nr_top;
   RCtx r;
   rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);
-  for (int j = 0; j < topo.n; j++) {
-    UOp *k = topo.v[bottom_up ? topo.n - 1 - j : j];
-    UOp *v = rs_get(&r, k, RW_REPLACE); /* a bottom-up rewrite reaches most keys from an earlier one */
-    if (!v) v = unified_rewrite(&r, k);
-    nm.keys[nm.n++] = k;
-    nm.val[k->id] = v;
-    if (k != v && k->meta.n) meta_move(k, v);
-  }
+  int j = 0;
+  rmap_loop(&r, topo, bottom_up, &nm, &j);
   rctx_done(&r);
   nr_top = saved;
   arena_pop(&uctx->scratch, mk);
