@@ -433,6 +433,7 @@ typedef struct RCtx {
   int depth;                      /* uctx->rw_depth when this rewrite started */
   int memo;                       /* >= 0: UOp.cache[memo] holds each node's result (graph_rewrite_memo) */
   int nfb; UMap fb[3];            /* entries of nodes an enclosing rewrite holds */
+  uint32_t held_e; bool held;     /* the last epoch rw_held asked about, and its answer */
   REnt cur;                       /* the entry whose callbacks run now (RewriteNotReady puts it back) */
   REnt *q; size_t cap, head, cnt; /* ring buffer deque; cap is a power of two */
   UOp **tmp; int tmpcap;
@@ -448,14 +449,21 @@ __attribute__((noinline)) static bool rw_running(const RCtx *r, uint32_t e) {
   for (int i = 0; i < r->depth; i++) if (uctx->rw_open[i] == e) return true;
   return false;
 }
-static inline UOp *rs_get(const RCtx *r, UOp *u, int k) {
+/* rw_running, remembered for the last epoch asked about: the nodes a rewrite meets in a row were
+ * mostly left by the same one. An epoch's answer cannot change while r runs (the rewrites that
+ * enclose r outlive it; one that r's callbacks start gets a later epoch, and ends before r asks). */
+static inline bool rw_held(RCtx *r, uint32_t e) {
+  if (e != r->held_e) r->held_e = e, r->held = rw_running(r, e);
+  return r->held;
+}
+static inline UOp *rs_get(RCtx *r, UOp *u, int k) {
   if (u->rw_epoch == r->epoch && r->epoch) return u->rw[k];
   /* only a node an enclosing rewrite holds (its epoch stays while this one runs) has entries in fb */
-  return r->nfb && (!r->epoch || rw_running(r, u->rw_epoch)) ? umap_get(&r->fb[k], u) : NULL;
+  return r->nfb && (!r->epoch || rw_held(r, u->rw_epoch)) ? umap_get(&r->fb[k], u) : NULL;
 }
 static inline void rs_put(RCtx *r, UOp *u, int k, UOp *v) {
   if (u->rw_epoch != r->epoch || !r->epoch) {
-    if (!r->epoch || rw_running(r, u->rw_epoch)) {
+    if (!r->epoch || rw_held(r, u->rw_epoch)) {
       umap_put(&r->fb[k], u, v);
       r->nfb++;
       return;
