@@ -557,7 +557,7 @@ Test(pm, substitute_skip_matches_full_rewrite) {
       umap_put(&d, key, val);
     }
     UOp *want = NULL, *got = NULL;
-    char want_err[256] = "", got_err[256] = "";
+    char want_err[sizeof tg_last_error.msg] = "", got_err[sizeof tg_last_error.msg] = "";
     TgTry t;
     if (TG_TRY(t)) { want = graph_rewrite(root, pm_substitute, &d, true, NULL); tg_try_end(&t); }
     else snprintf(want_err, sizeof want_err, "%s", tg_last_error.msg);
