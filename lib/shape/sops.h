@@ -114,8 +114,9 @@ enum { PMEMO_VIEW_ADD, PMEMO_ST_CONCAT, PMEMO_FROM_SHAPE, PMEMO_ST_MOP /* one sl
 _Static_assert(PMEMO_COUNT <= sizeof ((UCtx *)0)->memo / sizeof(void *), "UCtx.memo has a slot per memo");
 bool pmemo_get(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void **r);
 void pmemo_put(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void *r);
-/* a temporary Sint array: in scratch inside a tg_tmp_scope (results are interned, which copies) */
-static inline Sint *s_tmp(int n) { return arena_alloc(tg_tmp_scope ? &uctx->scratch : ga(), sizeof(Sint) * (size_t)(n > 0 ? n : 1)); }
+/* a temporary (zeroed) array: in scratch inside a tg_tmp_scope (results are interned, which copies) */
+static inline void *tmp_alloc(size_t n) { return arena_alloc(tg_tmp_scope ? &uctx->scratch : ga(), n ? n : 1); }
+static inline Sint *s_tmp(int n) { return tmp_alloc(sizeof(Sint) * (size_t)(n > 0 ? n : 1)); }
 static inline SList sl_zeros_n(int n) { return sl(n, s_tmp(n)); } /* arena memory is zeroed: si(0) */
 
 #endif

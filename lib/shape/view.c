@@ -130,7 +130,7 @@ const View *view_create(SList shape, const SList *strides_in, Sint offset, const
   }
   if (mask && n) {
     /* a dim masked down to one index gets stride 0, its index moves into the offset */
-    bool *elim = arena_alloc(ga(), (size_t)n), any = false;
+    bool *elim = tmp_alloc((size_t)n), any = false;
     for (int i = 0; i < n; i++) any |= elim[i] = !R_LT(S_add(mask[2 * i], si(1)), mask[2 * i + 1], true);
     if (any) {
       bool empty = false;
@@ -256,7 +256,7 @@ const View *view_expand(const View *v, SList new_shape) {
 
 const View *view_permute(const View *v, const int *axis) {
   int n = v->ndim;
-  bool *seen = arena_alloc(ga(), (size_t)n + 1);
+  bool *seen = tmp_alloc((size_t)n + 1);
   for (int i = 0; i < n; i++) {
     if (axis[i] < 0 || axis[i] >= n || seen[axis[i]]) tg_fail(TG_EINPUT, "invalid permutation of len %d", n);
     seen[axis[i]] = true;
@@ -343,7 +343,7 @@ const View *view_reshape(const View *v, SList new_shape) {
     }
     return view_intern(new_shape.n, new_shape.v, v->strides, v->offset, v->mask, v->contiguous);
   }
-  MDim *md = arena_alloc(ga(), sizeof(MDim) * (size_t)(v->ndim + 1));
+  MDim *md = tmp_alloc(sizeof(MDim) * (size_t)(v->ndim + 1));
   int nmd = merge_dims(shape, vstrides(v), v->mask, md);
   Sint *rs = s_tmp(new_shape.n + 1);
   int nrs = 0, ins = new_shape.n - 1;
@@ -456,7 +456,12 @@ static const View *view_add_uncached(const View *vm2, const View *vm1);
 const View *view_add(const View *vm2, const View *vm1) {
   const void *r;
   if (pmemo_get(PMEMO_VIEW_ADD, vm2, vm2->id, vm1, vm1->id, &r)) return r;
+  /* its arrays are temporaries (the View it returns is interned, which copies): in scratch */
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  tg_tmp_scope++;
   const View *v = view_add_uncached(vm2, vm1);
+  if (tg_tmp_scope > 0) tg_tmp_scope--;
+  arena_pop(&uctx->scratch, mk);
   pmemo_put(PMEMO_VIEW_ADD, vm2, vm2->id, vm1, vm1->id, v);
   return v;
 }
@@ -486,8 +491,8 @@ static const View *view_add_uncached(const View *vm2, const View *vm1) {
   Sint *origin = s_tmp(n2), *un = s_tmp(n2);
   unravel(vshape(vm2), vm1->offset, origin);
   for (int i = 0; i < n2; i++) origin[i] = S_ssimplify(origin[i]);
-  Term *terms = arena_alloc(ga(), sizeof(Term) * (size_t)(n2 * (n1 + 1) + 1));
-  int *nterm = arena_alloc(ga(), sizeof(int) * (size_t)(n2 + 1));
+  Term *terms = tmp_alloc(sizeof(Term) * (size_t)(n2 * (n1 + 1) + 1));
+  int *nterm = tmp_alloc(sizeof(int) * (size_t)(n2 + 1));
 #define TERM(d2, k) terms[(d2) * (n1 + 1) + (k)]
   Sint *strides = s_tmp(n1);
   for (int d1 = 0; d1 < n1; d1++) {
@@ -504,13 +509,13 @@ static const View *view_add_uncached(const View *vm2, const View *vm1) {
   }
   /* merge dimensions in vm2 if required (only when required: merging too many makes vm2's mask hard to project) */
   Sint *ext_size = s_tmp(n2);
-  UOp **ext_term = arena_alloc(ga(), sizeof(UOp *) * (size_t)(n2 + 1));
-  int64_t *ext_lo = arena_alloc(ga(), sizeof(int64_t) * (size_t)(n2 + 1)), *ext_hi = arena_alloc(ga(), sizeof(int64_t) * (size_t)(n2 + 1));
+  UOp **ext_term = tmp_alloc(sizeof(UOp *) * (size_t)(n2 + 1));
+  int64_t *ext_lo = tmp_alloc(sizeof(int64_t) * (size_t)(n2 + 1)), *ext_hi = tmp_alloc(sizeof(int64_t) * (size_t)(n2 + 1));
   int next = 0;
   int merged = view_add_symbolic_only ? -1 : merge_dims_int(vm1, vm2, origin, terms, n1 + 1, nterm, ext_size, ext_lo, ext_hi, &next);
   if (merged < 0) {
     /* the symbolic merge, as tinygrad computes it: a variable per vm1 dim, resolve() on the sums */
-    UOp **idxs = arena_alloc(ga(), sizeof(UOp *) * (size_t)(n1 + 1));
+    UOp **idxs = tmp_alloc(sizeof(UOp *) * (size_t)(n1 + 1));
     for (int i = 0; i < n1; i++) idxs[i] = u_variable(idx_name(i), 0, vm1->shape[i].c - 1, dt_int);
     Sint merged_size = si(1);
     UOp *merged_term = uop_const_int(dt_int, 0);
@@ -588,12 +593,12 @@ const View *view_invert(const View *v, SList out_shape) {
   int n = v->ndim;
   const View *ret = view_create(vshape(v), NULL, si(0), NULL);
   if (v->mask) ret = view_shrink(ret, v->mask);
-  bool *fl = arena_alloc(ga(), (size_t)n + 1);
+  bool *fl = tmp_alloc((size_t)n + 1);
   for (int i = 0; i < n; i++) fl[i] = S_bool(SC_LT, v->strides[i], si(0));
   ret = view_flip(ret, fl);
   /* argsort(-x if x > 0 else x): stable sort of the axes by that key */
   Sint *key = s_tmp(n);
-  int *perm = arena_alloc(ga(), sizeof(int) * (size_t)(n + 1));
+  int *perm = tmp_alloc(sizeof(int) * (size_t)(n + 1));
   for (int i = 0; i < n; i++) {
     key[i] = S_bool(SC_GT, v->strides[i], si(0)) ? S_neg(v->strides[i]) : v->strides[i];
     perm[i] = i;
@@ -609,7 +614,7 @@ const View *view_invert(const View *v, SList out_shape) {
 }
 
 const View *view_minify(const View *v) {
-  MDim *md = arena_alloc(ga(), sizeof(MDim) * (size_t)(v->ndim + 1));
+  MDim *md = tmp_alloc(sizeof(MDim) * (size_t)(v->ndim + 1));
   int n = merge_dims(vshape(v), vstrides(v), v->mask, md);
   Sint *ms = s_tmp(n);
   for (int i = 0; i < n; i++) ms[i] = md[i].size;
