@@ -758,15 +758,18 @@ UOp *uop_substitute(UOp *root, const UMap *dvars) {
      * rewrite of the graph of root and the values, n nodes and e edges, pushes at most
      * 1 + 4n + 2e entries, so a graph with n + e under 50000 is entered safely, and a larger one is
      * visited as tinygrad visits it. (Each graph is sorted alone: the values' share nodes with
-     * root's, and the sum of their sizes bounds n + e from above.) */
-    UList *topo = arena_alloc_raw(&uctx->scratch, sizeof(UList) * (size_t)(d.live + 1));
-    int nt = 0;
+     * root's, and the sum of their sizes bounds n + e from above. The sorting stops once the sum
+     * reaches the bound, so it costs at most 50000 steps and one graph, however many keys.) */
+    UOp **roots = arena_alloc_raw(&uctx->scratch, sizeof(UOp *) * (size_t)(d.live + 1));
+    int nr = 0, nt = 0;
+    roots[nr++] = root;
+    MAP_EACH(&d, e) roots[nr++] = e->val;
+    UList *topo = arena_alloc_raw(&uctx->scratch, sizeof(UList) * (size_t)nr);
     size_t size = 0;
-    topo[nt++] = uop_toposort_in(&uctx->scratch, root, NULL, NULL);
-    MAP_EACH(&d, e) topo[nt++] = uop_toposort_in(&uctx->scratch, e->val, NULL, NULL);
-    for (int t = 0; t < nt; t++) {
-      size += (size_t)topo[t].n;
-      for (int i = 0; i < topo[t].n; i++) size += (size_t)topo[t].v[i]->nsrc;
+    while (nt < nr && size < 50000) {
+      topo[nt] = uop_toposort_in(&uctx->scratch, roots[nt], NULL, NULL);
+      for (int i = 0; i < topo[nt].n; i++) size += 1 + (size_t)topo[nt].v[i]->nsrc;
+      nt++;
     }
     for (int t = 0; t < nt && size < 50000; t++) for (int i = 0; i < topo[t].n; i++) {
       UOp *u = topo[t].v[i];
