@@ -117,6 +117,12 @@ void pmemo_put(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib,
 /* a temporary (zeroed) array: in scratch inside a tg_tmp_scope (results are interned, which copies) */
 static inline void *tmp_alloc(size_t n) { return arena_alloc(tg_tmp_scope ? &uctx->scratch : ga(), n ? n : 1); }
 static inline Sint *s_tmp(int n) { return tmp_alloc(sizeof(Sint) * (size_t)(n > 0 ? n : 1)); }
+/* a temporaries scope: tmp_alloc/s_tmp go to scratch until the matching tmp_scope_leave */
+static inline ArenaMark tmp_scope_enter(void) { tg_tmp_scope++; return arena_mark(&uctx->scratch); }
+static inline void tmp_scope_leave(ArenaMark mk) {
+  if (tg_tmp_scope > 0) tg_tmp_scope--; /* tg_fail resets it to 0 */
+  arena_pop(&uctx->scratch, mk);
+}
 static inline SList sl_zeros_n(int n) { return sl(n, s_tmp(n)); } /* arena memory is zeroed: si(0) */
 
 #endif

@@ -239,11 +239,9 @@ static UOp *st_step(UOp *u) {
 }
 /* one st_step in a temporaries scope: its shape arrays are dropped, the interned result kept */
 static UOp *st_step_scoped(UOp *u) {
-  ArenaMark mk = arena_mark(&uctx->scratch);
-  tg_tmp_scope++;
+  ArenaMark mk = tmp_scope_enter();
   UOp *r = st_step(u);
-  if (tg_tmp_scope > 0) tg_tmp_scope--;
-  arena_pop(&uctx->scratch, mk);
+  tmp_scope_leave(mk);
   return r;
 }
 const ShapeTracker *u_st(UOp *u) {

@@ -457,11 +457,9 @@ const View *view_add(const View *vm2, const View *vm1) {
   const void *r;
   if (pmemo_get(PMEMO_VIEW_ADD, vm2, vm2->id, vm1, vm1->id, &r)) return r;
   /* its arrays are temporaries (the View it returns is interned, which copies): in scratch */
-  ArenaMark mk = arena_mark(&uctx->scratch);
-  tg_tmp_scope++;
+  ArenaMark mk = tmp_scope_enter();
   const View *v = view_add_uncached(vm2, vm1);
-  if (tg_tmp_scope > 0) tg_tmp_scope--;
-  arena_pop(&uctx->scratch, mk);
+  tmp_scope_leave(mk);
   pmemo_put(PMEMO_VIEW_ADD, vm2, vm2->id, vm1, vm1->id, v);
   return v;
 }
