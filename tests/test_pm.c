@@ -46,6 +46,12 @@ static const char *topo_labels(UOp *root, char *buf, size_t cap) {
   }
   return buf;
 }
+/* a map's entries in order: "(key,val),..." */
+static const char *map_labels(const UMap *m, char *buf, size_t cap) {
+  buf[0] = 0;
+  MAP_EACH(m, e) { size_t n = strlen(buf); snprintf(buf + n, cap - n, "%s(%s,%s)", n ? "," : "", lab(e->key), lab(e->val)); }
+  return buf;
+}
 
 static UOp *hit(const Match *m, void *ctx) { return N("hit", 0); }
 static bool rw1(const UPat *p, UOp *u) {
@@ -367,14 +373,18 @@ static UOp *not_ready_twice(const Match *m, void *ctx) {
   if (strlen(x->arg->s) >= 2) return NULL;
   return uop_replace(x, NULL, -1, NULL, v_str(arena_printf(ga(), "%s'", x->arg->s)), NULL);
 }
-Test(pm, rewrite_not_ready_requeues_at_the_bottom) {
-  /* c = N("c"); a = N("a", c); b = N("b", c); d = N("d"); s = UOp.sink(a, b, d); cb raises RewriteNotReady
-   * for "a" twice, else renames: td rec ['c', "c'", 'a', 'b', "b'", 'd', "d'", 'a', 'a', "a'"]
-   * bu rec ['a', 'b', "b'", 'c', "c'", "b'", 'd', "d'", 'a', 'a', "a'", "a'"]; both ["c'", "a'", "b'", "d'", 'SINK'] */
+/* c = N("c"); a = N("a", c); b = N("b", c); d = N("d"); s = UOp.sink(a, b, d), and a matcher whose
+ * callback raises RewriteNotReady for "a" twice, else renames */
+static UOp *not_ready_graph(void) {
   UOp *cc = N("c", 0), *a = N("a", 1, cc), *b = N("b", 1, cc), *d = N("d", 0);
-  UOp *s = uop_sink(3, (UOp *[]){a, b, d}, NULL);
-  Rule r[] = {{UP(.ops = OPS(OP_NOOP), .name = "x"), not_ready_twice}};
-  PM *pm = pm_new(r, 1);
+  return uop_sink(3, (UOp *[]){a, b, d}, NULL);
+}
+static const Rule not_ready_rules[] = {{UP(.ops = OPS(OP_NOOP), .name = "x"), not_ready_twice}};
+Test(pm, rewrite_not_ready_requeues_at_the_bottom) {
+  /* graph_rewrite: td rec ['c', "c'", 'a', 'b', "b'", 'd', "d'", 'a', 'a', "a'"]
+   * bu rec ['a', 'b', "b'", 'c', "c'", "b'", 'd', "d'", 'a', 'a', "a'", "a'"]; both ["c'", "a'", "b'", "d'", 'SINK'] */
+  UOp *s = not_ready_graph();
+  PM *pm = pm_new(not_ready_rules, RULES_N(not_ready_rules));
   NRCtx n = {{{0}, 0}, 0};
   char buf[128];
   UOp *o = graph_rewrite(s, pm, &n, false, NULL);
@@ -388,26 +398,20 @@ Test(pm, rewrite_not_ready_requeues_at_the_bottom) {
 
 Test(pm, rewrite_map_not_ready_finishes_the_key_first) {
   /* graph_rewrite_map rewrites key after key; a RewriteNotReady goes to the bottom of that key's
-   * stack, so the key is done before the next starts. tinygrad 0.11.0 on the graph above:
+   * stack, so the key is done before the next starts. tinygrad 0.11.0 on not_ready_graph:
    * td rec ['c', "c'", 'a', 'a', 'a', "a'", 'b', "b'", 'd', "d'"], map c:c' a:a' b:b' d:d' SINK:SINK
    * bu rec ['a', 'b', "b'", 'c', "c'", "b'", 'd', "d'", 'a', 'a', "a'", "a'"], map SINK d b a c */
-  UOp *cc = N("c", 0), *a = N("a", 1, cc), *b = N("b", 1, cc), *d = N("d", 0);
-  UOp *s = uop_sink(3, (UOp *[]){a, b, d}, NULL);
-  Rule r[] = {{UP(.ops = OPS(OP_NOOP), .name = "x"), not_ready_twice}};
-  PM *pm = pm_new(r, 1);
+  UOp *s = not_ready_graph();
+  PM *pm = pm_new(not_ready_rules, RULES_N(not_ready_rules));
   NRCtx n = {{{0}, 0}, 0};
   char buf[256];
   UMap m = graph_rewrite_map(s, pm, &n, false, NULL, NULL);
   cr_assert_str_eq(n.l.s, "c,c',a,a,a,a',b,b',d,d'");
-  buf[0] = 0;
-  MAP_EACH(&m, e) { size_t k = strlen(buf); snprintf(buf + k, sizeof buf - k, "%s(%s,%s)", k ? "," : "", lab(e->key), lab(e->val)); }
-  cr_assert_str_eq(buf, "(c,c'),(a,a'),(b,b'),(d,d'),(SINK,SINK)");
+  cr_assert_str_eq(map_labels(&m, buf, sizeof buf), "(c,c'),(a,a'),(b,b'),(d,d'),(SINK,SINK)");
   memset(&n, 0, sizeof n);
   m = graph_rewrite_map(s, pm, &n, true, NULL, NULL);
   cr_assert_str_eq(n.l.s, "a,b,b',c,c',b',d,d',a,a,a',a'");
-  buf[0] = 0;
-  MAP_EACH(&m, e) { size_t k = strlen(buf); snprintf(buf + k, sizeof buf - k, "%s(%s,%s)", k ? "," : "", lab(e->key), lab(e->val)); }
-  cr_assert_str_eq(buf, "(SINK,SINK),(d,d'),(b,b'),(a,a'),(c,c')");
+  cr_assert_str_eq(map_labels(&m, buf, sizeof buf), "(SINK,SINK),(d,d'),(b,b'),(a,a'),(c,c')");
 }
 
 /* nested rewrites: a callback rewriting the same graph again must not disturb the enclosing
@@ -485,17 +489,14 @@ Test(pm, graph_rewrite_map_input_map) {
   Log l = {0};
   PM *pm = pm_new(rename_rules, RULES_N(rename_rules));
   UMap nm = graph_rewrite_map(s, pm, &l, true, NULL, &im);
-  char buf[256] = "";
-  MAP_EACH(&nm, e) { size_t n = strlen(buf); snprintf(buf + n, sizeof buf - n, "%s(%s,%s)", n ? "," : "", lab(e->key), lab(e->val)); }
-  cr_assert_str_eq(buf, "(SINK,SINK),(a,a'),(c,a'),(orig,a'),(other,zz)");
+  char buf[256];
+  cr_assert_str_eq(map_labels(&nm, buf, sizeof buf), "(SINK,SINK),(a,a'),(c,a'),(orig,a'),(other,zz)");
   UMap im2;
   umap_init(&im2, ga());
   umap_put(&im2, orig, a);
   memset(&l, 0, sizeof l);
   nm = graph_rewrite_map(s, pm, &l, false, NULL, &im2);
-  buf[0] = 0;
-  MAP_EACH(&nm, e) { size_t n = strlen(buf); snprintf(buf + n, sizeof buf - n, "%s(%s,%s)", n ? "," : "", lab(e->key), lab(e->val)); }
-  cr_assert_str_eq(buf, "(c,c'),(a,a'),(SINK,SINK),(orig,a')");
+  cr_assert_str_eq(map_labels(&nm, buf, sizeof buf), "(c,c'),(a,a'),(SINK,SINK),(orig,a')");
 }
 
 /* ---- substitute ---- */
