@@ -321,7 +321,14 @@ bool upat_match(const UPat *p, UOp *u, Match *m) {
 /* a rule of a matcher, with what its root pattern needs of the sources' ops, checked before the
  * search: pos[i] for source i (a tuple or single-order pattern; all ops where the source pattern
  * takes any), or pos[0] for every source (a repeated source pattern) */
-typedef struct PEnt { const CPat *p; RuleFn fn; const OpSet *pos; int npos; bool rep; } PEnt;
+typedef struct PEnt { const CPat *p; RuleFn fn; const OpSet *pos; int npos; bool rep; bool flat; } PEnt;
+/* a flat pattern: one way to match, and sources that are simple patterns, named or not (most
+ * two-level rules), so the search is a loop over the sources with no continuations */
+static bool cpat_flat(const CPat *p) {
+  if (p->simple || !(p->srcmode == PS_TUPLE || p->srcmode == PS_REPEAT || (p->srcmode == PS_PERM && p->nperm == 1))) return false;
+  for (int i = 0; i < p->nsrc; i++) if (!p->src[i]->simple) return false;
+  return true;
+}
 struct PM {
   int nrules; Rule *rules;
   int start[OP_COUNT + 1]; /* bucket of op o: ents[start[o] .. start[o+1]) */
@@ -344,7 +351,7 @@ PM *pm_new(const Rule *rules, int n) {
   pm->start[0] = 0;
   for (int o = 0; o < OP_COUNT; o++) { pm->start[o + 1] = pm->start[o] + (o ? count[o] : 0); fill[o] = pm->start[o]; }
   for (int r = 0; r < n; r++) {
-    PEnt e = {cp[r], rules[r].fn, NULL, 0, false};
+    PEnt e = {cp[r], rules[r].fn, NULL, 0, false, cpat_flat(cp[r])};
     const CPat *p = cp[r];
     bool tuple = p->srcmode == PS_TUPLE || (p->srcmode == PS_PERM && p->nperm == 1);
     if ((tuple || p->srcmode == PS_REPEAT) && p->nsrc) {
@@ -409,6 +416,17 @@ UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
     if (p->simple) { /* nothing to search: the root's checks, its name, the callback (mgoal's steps) */
       if (!simple_ok(p, u)) continue;
       if (p->name) m.names[0] = p->name, m.vals[0] = u, m.n = 1;
+      r = pe->fn(&m, ctx);
+    } else if (pe->flat) { /* mgoal's steps for a flat pattern: the root, then each source in order */
+      if (!local_ok(p, u)) continue;
+      if (p->name) m.names[0] = p->name, m.vals[0] = u, m.n = 1;
+      bool rep = p->srcmode == PS_REPEAT, ok = true;
+      int ns = rep ? u->nsrc : p->nsrc;
+      for (int j = 0; j < ns && ok; j++) {
+        const CPat *q = rep ? p->src[0] : p->src[p->perm ? p->perm[j] : j];
+        ok = simple_ok(q, u->src[j]) && (!q->name || bind(&m, q->name, u->src[j]));
+      }
+      if (!ok) continue;
       r = pe->fn(&m, ctx);
     } else {
       Env e = {pe->fn, ctx};

@@ -44,7 +44,6 @@ double tg_median(double *v, int n) {
 }
 
 /* ---- arena ---- */
-struct ArenaChunk { ArenaChunk *prev; size_t cap, off; _Alignas(16) unsigned char data[]; };
 
 static long fault_countdown = -1;
 void util_fault_init(void) {
@@ -85,10 +84,8 @@ static ArenaChunk *arena_grow(Arena *a, size_t n) {
   a->head = c;
   return c;
 }
-void *arena_alloc_raw(Arena *a, size_t n) {
-  n = (n + 15) & ~(size_t)15;
-  ArenaChunk *c = a->head;
-  if (__builtin_expect(!c || c->off + n > c->cap, 0)) c = arena_grow(a, n);
+void *arena_alloc_grow(Arena *a, size_t n) {
+  ArenaChunk *c = arena_grow(a, n);
   void *p = c->data + c->off;
   c->off += n;
   a->used_total += n;
