@@ -8,7 +8,7 @@
 # same graph, tg_cold with them cleared before each run (like tgc's runs, each from nothing).
 # Columns: read/sched = median ms of graph_read_mem / create_schedule; kmap = the part of sched that
 # get_kernelize_map takes (the rest is create_schedule_with_vars' ordering); Muops/s = uops per
-# scheduling second; arenaKB = peak arena bytes (the graph's nodes, values and maps, and the passes'
+# scheduling second; arenaKB = peak arena bytes (the graph's nodes, values and maps, the passes' maps, and the passes'
 # scratch); xarena = arenaKB over the file's size; rssKB = peak RSS of `tgc schedule`; xfile = rssKB
 # over the file's size (a process of tgc's takes about 3 MB before it reads anything, which is most
 # of the RSS of these small files: make scale has the RSS of million-uop graphs); tg_ms = tinygrad's

@@ -517,9 +517,10 @@ Test(io, schedule_writer) {
   SchedBuf b0[2] = {{out, -1}, {in, -1}}, b1[2] = {{out, -1}, {out, -1}};
   SchedItem items[2] = {{.ast = ast, .nbufs = 2, .bufs = b0, .meta = {1, &mneg}}, {.ast = cp, .nbufs = 2, .bufs = b1}};
   Schedule s = {.nitems = 2, .items = items, .nkernels = 1, .ncopies = 1};
-  umap_init(&s.kernelize_map, ga());
   UOp *assign = uop2(OP_ASSIGN, dt_float, out, uop0(OP_KERNEL, dt_void, NULL), NULL);
-  umap_put(&s.kernelize_map, in, assign);
+  UOp **kval = arena_alloc(ga(), sizeof(UOp *) * uctx->next_id), *kkeys[1] = {in};
+  kval[in->id] = assign;
+  s.kernelize_map = (RMap){kval, uctx->next_id, 1, kkeys};
   const char *names[2] = {"E_4", NULL}, *srcs[2] = {"E_4.c", NULL};
   char *text = schedule_write_json(ga(), &s, g, names, srcs);
   cJSON *doc = cJSON_Parse(text);

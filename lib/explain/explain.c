@@ -49,8 +49,8 @@ typedef struct KInfo {
  * entry for a uop the later passes no longer reach keeps an older KERNEL, so a KERNEL that is not
  * a schedule item is found again by its output buffer (KERNEL src[0]) in byk. */
 static const UMap *byk; /* output buffer -> the first item's KERNEL writing it; set by explain_graph */
-static UOp *kernel_of(const UMap *fm, UOp *u) {
-  UOp *y = umap_get(fm, u);
+static UOp *kernel_of(const RMap *fm, UOp *u) {
+  UOp *y = rmap_get(fm, u);
   if (!y) return NULL;
   UOp *b = u_base(y);
   if (b->op != OP_ASSIGN || b->nsrc < 2 || b->src[1]->op != OP_KERNEL) return NULL;
@@ -58,8 +58,8 @@ static UOp *kernel_of(const UMap *fm, UOp *u) {
   if (byk && !umap_has(byk, k) && k->nsrc && umap_has(byk, k->src[0])) return umap_get(byk, k->src[0]);
   return k;
 }
-static bool is_input_buffer(const UMap *fm, UOp *u) {
-  UOp *y = umap_get(fm, u);
+static bool is_input_buffer(const RMap *fm, UOp *u) {
+  UOp *y = rmap_get(fm, u);
   return u->op == OP_BUFFER || u->op == OP_DEVICE || u->op == OP_UNIQUE || (y && u_base(y)->op == OP_BUFFER);
 }
 static bool has_reduce(UOp *ast) {
@@ -70,7 +70,7 @@ static bool has_reduce(UOp *ast) {
 static const char *meta_name(const UOp *u) { return u->meta.n ? u->meta.m[0]->name : NULL; }
 
 /* the region walk from one realized uop of kernel k (explicit stack, no recursion) */
-static void walk_region(KInfo *ki, const UMap *fm, UOp *start) {
+static void walk_region(KInfo *ki, const RMap *fm, UOp *start) {
   PtrVec st;
   vec_init(&st, ga());
   vec_push(&st, start);
@@ -110,7 +110,7 @@ char *explain_graph(Arena *a, Graph *g, bool json) {
     tg_fail(tg_last_error.code, "%s", tg_last_error.msg);
   }
   sched_why = NULL;
-  const UMap *fm = &s->kernelize_map;
+  const RMap *fm = &s->kernelize_map;
 
   /* kernels: the items of shard <= 0 */
   UMap kmap; /* KERNEL -> KInfo* */

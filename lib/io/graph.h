@@ -21,14 +21,14 @@ Graph *graph_read_file(const char *path);
 Graph *graph_read_mem(const char *name, const char *text, size_t n, const char *basedir);
 
 /* a table of rows (FORMATS.md row format) for every node reachable from roots, in toposort
- * order, ids from 0; returns the JSON text "[row,...]" (malloc'd: the caller frees it) and each
- * root's id in root_ids */
+ * order, ids from 0; returns the JSON text "[row,...]" (the caller hands it to
+ * json_print_with_rows or frees it with bigbuf_free) and each root's id in root_ids */
 typedef struct cJSON cJSON;
-char *json_uop_rows(int nroots, UOp *const *roots, int *root_ids);
+BigBuf json_uop_rows(int nroots, UOp *const *roots, int *root_ids);
 /* head's text with "key": rows and then tail (raw JSON members, "" for none) added at its end, as
- * one text + "\n" in a; deletes head and frees rows. A big table is copied once: the document is
- * never a cJSON tree around it. */
-char *json_print_with_rows(Arena *a, cJSON *head, const char *key, char *rows, const char *tail);
+ * one text + "\n" in a; deletes head and takes rows over. A big table is never copied: the rows move
+ * up in their buffer, which the arena takes over, and the document is never a cJSON tree around it. */
+char *json_print_with_rows(Arena *a, cJSON *head, const char *key, BigBuf rows, const char *tail);
 char *graph_write(Arena *a, UOp *sink, const Options *opt);   /* a whole graph file */
 cJSON *json_int(int64_t i);                                  /* an exact integer node (raw text, all 64 bits) */
 char *json_print_free(Arena *a, cJSON *doc);                 /* unformatted text + "\n" in a; deletes doc */

@@ -35,12 +35,11 @@ static cJSON *json_float(double f) {
   return jraw(t);
 }
 
-typedef struct WCtx { Map ids; } WCtx;
+/* ids[u->id]: u's row, or -1 (every node in the table is older than the call: id < cap) */
+typedef struct WCtx { int32_t *ids; uint32_t cap; } WCtx;
 static int64_t wid(WCtx *W, UOp *u) {
-  bool found;
-  void *v = map_get(&W->ids, u, uop_h(u), &found);
-  if (!found) tg_fail(TG_EINTERNAL, "json_uop_rows: a UOp in an arg is not in the table");
-  return (int64_t)(intptr_t)v;
+  if (u->id >= W->cap || W->ids[u->id] < 0) tg_fail(TG_EINTERNAL, "json_uop_rows: a UOp in an arg is not in the table");
+  return W->ids[u->id];
 }
 static cJSON *json_sint(WCtx *W, Sint s) {
   if (!s.u) return json_int(s.c);
@@ -176,19 +175,6 @@ static UList table_order(int nroots, UOp *const *roots) {
 
 /* Rows are printed one at a time into one text (a row's cJSON tree lives only while it prints),
  * so the table never holds a tree for every row: the result is the text "[row,...]". */
-typedef struct TBuf { char *p; size_t n, cap; } TBuf;
-static void tb_put(TBuf *b, const char *s, size_t n) {
-  if (b->n + n + 1 > b->cap) {
-    size_t nc = b->cap ? b->cap : 1 << 16;
-    while (b->n + n + 1 > nc) nc *= 2;
-    char *np = realloc(b->p, nc);
-    if (!np) tg_fail(TG_EINTERNAL, "out of memory writing JSON");
-    b->p = np, b->cap = nc;
-  }
-  memcpy(b->p + b->n, s, n);
-  b->n += n;
-  b->p[b->n] = 0;
-}
 static cJSON *uop_row(WCtx *W, UOp *u, int i) {
   cJSON *r = cJSON_CreateObject();
   cJSON_AddItemToObject(r, "id", json_int(i));
@@ -205,11 +191,11 @@ static cJSON *uop_row(WCtx *W, UOp *u, int i) {
   return r;
 }
 /* the rows into b; any failure frees the row being printed (the caller frees b) */
-static void uop_rows(TBuf *b, WCtx *W, UList order) {
-  tb_put(b, "[", 1);
+static void uop_rows(BigBuf *b, WCtx *W, UList order) {
+  bigbuf_put(b, "[", 1);
   for (int i = 0; i < order.n; i++) {
     UOp *u = order.v[i];
-    map_put(&W->ids, u, uop_h(u), (void *)(intptr_t)i);
+    W->ids[u->id] = i;
     ArenaMark rm = arena_mark(&uctx->scratch);
     cJSON *volatile r = NULL;
     TgTry t;
@@ -224,51 +210,53 @@ static void uop_rows(TBuf *b, WCtx *W, UList order) {
     r = NULL;
     if (!txt) tg_fail(TG_EINTERNAL, "out of memory printing JSON");
     tg_try_end(&t);
-    if (i) tb_put(b, ",", 1);
-    tb_put(b, txt, strlen(txt));
+    if (i) bigbuf_put(b, ",", 1);
+    bigbuf_put(b, txt, strlen(txt));
     free(txt);
     arena_pop(&uctx->scratch, rm); /* the row's dtype string */
   }
-  tb_put(b, "]", 1);
+  bigbuf_put(b, "]", 1);
 }
-char *json_uop_rows(int nroots, UOp *const *roots, int *root_ids) {
+BigBuf json_uop_rows(int nroots, UOp *const *roots, int *root_ids) {
   ArenaMark mk = arena_mark(&uctx->scratch);
   UList order = table_order(nroots, roots);
-  WCtx W;
-  map_init(&W.ids, &uctx->scratch);
-  map_reserve(&W.ids, order.n);
-  TBuf b = {NULL, 0, 0};
+  WCtx W = {arena_alloc_raw(&uctx->scratch, sizeof(int32_t) * (size_t)uctx->next_id), uctx->next_id};
+  memset(W.ids, 0xff, sizeof(int32_t) * (size_t)W.cap);
+  BigBuf b = {0};
   TgTry t;
   if (TG_TRY(t)) {
     uop_rows(&b, &W, order);
     tg_try_end(&t);
   } else {
-    free(b.p);
+    bigbuf_free(&b);
     TgErr e = tg_last_error;
     tg_fail(e.code, "%s", e.msg);
   }
   if (root_ids) for (int i = 0; i < nroots; i++) root_ids[i] = (int)wid(&W, roots[i]);
   arena_pop(&uctx->scratch, mk);
-  return b.p;
+  return b;
 }
 
-char *json_print_with_rows(Arena *a, cJSON *head, const char *key, char *rows, const char *tail) {
+char *json_print_with_rows(Arena *a, cJSON *head, const char *key, BigBuf rows, const char *tail) {
   char *h = cJSON_PrintUnformatted(head);
   cJSON_Delete(head);
-  if (!h) { free(rows); tg_fail(TG_EINTERNAL, "out of memory printing JSON"); }
-  size_t nh = strlen(h), nk = strlen(key), nr = strlen(rows), nt = strlen(tail);
-  if (nh < 2 || h[nh - 1] != '}') { free(h); free(rows); tg_fail(TG_EINTERNAL, "json_print_with_rows: the head is not an object"); }
+  if (!h) { bigbuf_free(&rows); tg_fail(TG_EINTERNAL, "out of memory printing JSON"); }
+  size_t nh = strlen(h), nk = strlen(key), nr = rows.n, nt = strlen(tail);
+  if (nh < 2 || h[nh - 1] != '}') { free(h); bigbuf_free(&rows); tg_fail(TG_EINTERNAL, "json_print_with_rows: the head is not an object"); }
   bool empty = nh == 2; /* "{}": no comma before the key */
-  char *out = arena_alloc_raw(a, nh + nk + nr + nt + 8), *p = out;
+  /* the rows move up in their own buffer to make room for the head's text before them */
+  size_t pre = nh - 1 + (empty ? 0 : 1) + nk + 3, total = pre + nr + nt + 2;
+  char *out = bigbuf_reserve(&rows, total + 1), *p = out;
+  memmove(out + pre, out, nr);
   memcpy(p, h, nh - 1), p += nh - 1;
   if (!empty) *p++ = ',';
   *p++ = '"', memcpy(p, key, nk), p += nk, *p++ = '"', *p++ = ':';
-  memcpy(p, rows, nr), p += nr;
+  p += nr;
   memcpy(p, tail, nt), p += nt;
   *p++ = '}', *p++ = '\n', *p = 0;
+  rows.n = total;
   free(h);
-  free(rows);
-  return out;
+  return arena_take(a, &rows);
 }
 
 /* the printed document as arena text; frees the cJSON tree */
@@ -305,7 +293,7 @@ char *graph_write(Arena *a, UOp *sink, const Options *opt) {
   cJSON_AddItemToObject(o, "RING", json_int(opt->ring));
   cJSON_AddItemToObject(doc, "options", o);
   int sid;
-  char *rows = NULL;
+  BigBuf rows = {0};
   TgTry t;
   if (TG_TRY(t)) {
     rows = json_uop_rows(1, &sink, &sid);

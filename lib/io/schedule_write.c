@@ -65,7 +65,7 @@ char *schedule_write_json(Arena *a, const Schedule *s, const Graph *g, const cha
   cJSON_AddItemToObject(doc, "version", json_int(1));
   cJSON_AddStringToObject(doc, "producer", "tgc 0.1.0");
   cJSON_AddItemToObject(doc, "kernels", json_int(nk));
-  char *uops = json_uop_rows(s->nitems, asts, ast_ids);
+  BigBuf uops = json_uop_rows(s->nitems, asts, ast_ids);
   cJSON *items = cJSON_CreateArray();
   for (int i = 0; i < s->nitems; i++) {
     const SchedItem *it = &s->items[i];
@@ -95,7 +95,7 @@ char *schedule_write_json(Arena *a, const Schedule *s, const Graph *g, const cha
   UOp *sink = g ? g->sink : NULL;
   for (int i = 0; sink && i < sink->nsrc; i++) {
     UOp *src = sink->src[i];
-    UOp *m = s->kernelize_map.n ? umap_get(&s->kernelize_map, src) : NULL;
+    UOp *m = s->kernelize_map.n ? rmap_get(&s->kernelize_map, src) : NULL;
     UOp *buf = out_buffer(m ? m : src);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "index", json_int(i));

@@ -255,7 +255,7 @@ static const BufData *data_of(const Graph *g, UOp *buf) {
 static const char *buffer_row(Runtime *rt, UOp *buf) {
   const Graph *g = rt->graph;
   for (int i = 0; g && i < g->nrows; i++) {
-    UOp *u = g->rows[i], *m = u && rt->kmap ? umap_get(rt->kmap, u) : u;
+    UOp *u = g->rows[i], *m = u && rt->kmap ? rmap_get(rt->kmap, u) : u;
     for (int depth = 0; m && m != buf && m->nsrc && depth < 64; depth++) m = m->src[0];
     if (u && m == buf) return arena_printf(rt->a, "row %d (%s): ", i, op_names[u->op]);
   }

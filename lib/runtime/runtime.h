@@ -20,7 +20,7 @@ typedef struct Runtime {
   Map kernels;              /* kernel AST -> RtKernel* */
   KNames names;
   const Graph *graph;       /* data for input BUFFERs, may be NULL */
-  const UMap *kmap;         /* the running schedule's kernelize_map (errors name the graph row a buffer realizes) */
+  const RMap *kmap;         /* the running schedule's kernelize_map (errors name the graph row a buffer realizes) */
   const char *cache_dir;
   const char *cc;           /* $TGC_CC, else clang when on PATH (tinygrad's CPU compiler), else "cc" */
   bool cc_auto;             /* cc was chosen here: a clang that fails falls back to "cc" */

@@ -124,12 +124,24 @@ static const Rule do_realize[] = {
 };
 static PM *pm_do_realize;
 
-/* the realize map after do_realize alone */
-static UMap sched_do_realize(UOp *sink) {
+/* the realize map after do_realize alone. The callbacks never rewrite, so tinygrad's
+ * graph_rewrite(sink, do_realize) calls the matcher on each node once, in toposort order (its
+ * stack takes sources first, in order): that loop over topo (sink's toposort) is the same calls.
+ * The rewrite could only differ by failing on its stack bound (200000 entries): a graph of n nodes
+ * and e edges pushes at most 1 + 4n + 2e, so under 50000 nodes and edges the loop is taken, and a
+ * larger graph goes through graph_rewrite as tinygrad's does. */
+static UMap sched_do_realize(UOp *sink, UList topo) {
   if (!pm_do_realize) pm_do_realize = pm_new(do_realize, RULES_N(do_realize));
   UMap realizes;
   umap_init(&realizes, ga());
-  graph_rewrite(sink, pm_do_realize, &realizes, false, NULL);
+  size_t size = 0;
+  for (int i = 0; i < topo.n && size < 50000; i++) size += 1 + (size_t)topo.v[i]->nsrc;
+  if (size >= 50000) {
+    graph_rewrite(sink, pm_do_realize, &realizes, false, NULL);
+    return realizes;
+  }
+  for (int i = 0; i < topo.n; i++)
+    if (pm_rewrite(pm_do_realize, topo.v[i], &realizes)) tg_fail(TG_EINTERNAL, "do_realize rewrote a node");
   return realizes;
 }
 
@@ -206,18 +218,21 @@ static bool gate_not_realized(UOp *u, void *ctx) { return !umap_has((const UMap 
 
 /* group_realizes: the ordered set of tensor UOps that get their own buffer */
 UMap group_realizes(UOp *sink) {
-  // start by adding uops that always realize
-  UMap realizes = sched_do_realize(sink);
-  if (uctx->opt.dont_group_reduces) return realizes;
-
   // everything below but realizes is scratch, dropped on return
   Arena *ta = &uctx->scratch;
   ArenaMark mk = arena_mark(ta);
+  UList topo = uop_toposort_in(ta, sink, NULL, NULL);
+  // start by adding uops that always realize
+  UMap realizes = sched_do_realize(sink, topo);
+  if (uctx->opt.dont_group_reduces) {
+    arena_pop(ta, mk);
+    return realizes;
+  }
+
   // construct children graph (only for bases)
   UMap children, assigns;
   umap_init(&children, ta);
   umap_init(&assigns, ta);
-  UList topo = uop_toposort_in(ta, sink, NULL, NULL);
   for (int i = 0; i < topo.n; i++) {
     UOp *u = topo.v[i];
     if (u->op == OP_VIEW || u->op == OP_SINK) continue;

@@ -862,8 +862,10 @@ static Arena *pp_next(MapPP *pp) {
   return &pp->a[pp->cur];
 }
 
-/* kernelize_run's passes; stops after the pass named stop (NULL: all), returning the map */
-static RMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop) {
+/* kernelize_run's passes; stops after the pass named stop (NULL: all), returning the map. The
+ * last pass (create_ast) writes its map to the graph arena (*in_ga), where it is the result. */
+static RMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop, bool *in_ga) {
+  *in_ga = false;
   // multi + merge_views + simplify
   UMap replace_ctx;
   umap_init(&replace_ctx, ga());
@@ -890,7 +892,8 @@ static RMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop) {
   if (stage_is(stop, "fix_assign")) return tm;
 
   // finally, create the AST for kernels
-  tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_create_ast, NULL, true, NULL, &tm);
+  tm = graph_rewrite_rmap(ga(), rmap_get(&tm, sink), pm_create_ast, NULL, true, NULL, &tm);
+  *in_ga = true;
 
   // verify Kernels match the spec
   ArenaMark mk = arena_mark(&uctx->scratch);
@@ -898,8 +901,13 @@ static RMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop) {
   arena_pop(&uctx->scratch, mk);
   return tm;
 }
-/* the whole pipeline; stops after the pass named stop (NULL: all), returning the map */
-static UMap kernelize_run(UOp *sink, const char *stop) {
+/* m's entries in the graph arena (for a map that stopped in a pass arena) */
+static RMap rmap_copy(const RMap *m) {
+  RMap r = {arena_dup(ga(), m->val, sizeof(UOp *) * (size_t)m->cap), m->cap, m->n, arena_dup(ga(), m->keys, sizeof(UOp *) * (size_t)m->n)};
+  return r;
+}
+/* the whole pipeline; stops after the pass named stop (NULL: all), returning the map (in ga()) */
+static RMap kernelize_run(UOp *sink, const char *stop) {
   kernelize_init();
   MapPP pp = {0};
   TgTry t;
@@ -909,22 +917,24 @@ static UMap kernelize_run(UOp *sink, const char *stop) {
     TgErr e = tg_last_error;
     tg_fail(e.code, "%s", e.msg);
   }
-  RMap tm = kernelize_passes(&pp, sink, stop);
+  bool in_ga;
+  RMap tm = kernelize_passes(&pp, sink, stop, &in_ga);
   tg_try_end(&t);
-  UMap r = rmap_to_umap(&tm, ga());
+  RMap r = in_ga ? tm : rmap_copy(&tm);
+  if (pp.a[0].peak + pp.a[1].peak > uctx->maps_peak) uctx->maps_peak = pp.a[0].peak + pp.a[1].peak;
   arena_free(&pp.a[0]);
   arena_free(&pp.a[1]);
   return r;
 }
 
 /* get_kernelize_map: every node of sink's graph -> its KERNEL-graph replacement */
-UMap get_kernelize_map(UOp *sink) { return kernelize_run(sink, NULL); }
+RMap get_kernelize_map(UOp *sink) { return kernelize_run(sink, NULL); }
 
 /* sched_run_until: kernelize_map[sink] after the named pass (TG_EUSAGE for an unknown name) */
 UOp *sched_run_until(UOp *sink, const char *stage) {
   bool known = false;
   for (int i = 0; sched_stage_names[i]; i++) if (strcmp(sched_stage_names[i], stage) == 0) known = true;
   if (!known) tg_fail(TG_EUSAGE, "unknown stage '%s'", stage);
-  UMap tm = kernelize_run(sink, stage);
-  return umap_get(&tm, sink);
+  RMap tm = kernelize_run(sink, stage);
+  return rmap_get(&tm, sink);
 }

@@ -118,7 +118,7 @@ Schedule *create_schedule(UOp *sink) {
   /* the sink tensor.py builds after kernelize: the mapped uop of every source */
   UOp **ss = arena_alloc(ga(), sizeof(UOp *) * (size_t)(sink->nsrc + 1));
   for (int i = 0; i < sink->nsrc; i++) {
-    UOp *m = umap_get(&S->kernelize_map, sink->src[i]);
+    UOp *m = rmap_get(&S->kernelize_map, sink->src[i]);
     ss[i] = m ? m : sink->src[i];
   }
   UOp *sched_sink = S->sched_sink = uop_sink(sink->nsrc, ss, sink->arg);

@@ -21,7 +21,7 @@ typedef struct SchedItem {
 typedef struct Schedule {
   int nitems; SchedItem *items;
   int nkernels, ncopies, nviews;  /* SINK, COPY, BUFFER_VIEW KERNELs (items with shard <= 0) */
-  UMap kernelize_map;             /* tensor uop -> rewritten uop */
+  RMap kernelize_map;             /* tensor uop -> rewritten uop (rmap_get) */
   UOp *sched_sink;                /* kernelize_map[sink] */
   double kernelize_ms;            /* how long get_kernelize_map took (tinygrad's function of that name) */
 } Schedule;
@@ -30,7 +30,7 @@ typedef struct Schedule {
 extern const char *const sched_stage_names[];
 UOp *sched_run_until(UOp *sink, const char *stage);           /* the graph after that stage */
 
-UMap get_kernelize_map(UOp *sink);                          /* uses uctx->opt */
+RMap get_kernelize_map(UOp *sink);                          /* uses uctx->opt; the map lives in ga() */
 Schedule *create_schedule(UOp *sink);                       /* kernelize + ordering */
 void type_verify_tensor(UList uops);                        /* fails with TG_EINPUT naming the op */
 

@@ -163,8 +163,11 @@ static SList vshape(const View *v) { return sl(v->ndim, v->shape); }
 static SList vstrides(const View *v) { return sl(v->ndim, v->strides); }
 
 Sint view_size(const View *v) {
+  if (v->size_known) return si(v->size);
   int64_t r = 1;
   for (int i = 0; i < v->ndim; i++) r = s_imul(r, v->shape[i].u ? u_vmax_i(v->shape[i].u) : v->shape[i].c);
+  View *w = (View *)v;  /* interned: the cache is not part of its identity */
+  w->size = r, w->size_known = true;
   return si(r);
 }
 

@@ -132,6 +132,8 @@ struct View {
   const Sint *mask;     /* NULL, or 2*ndim entries: (begin, end) per axis */
   bool contiguous;
   bool symbolic;        /* some number is a UOp (not part of identity: it follows from the numbers) */
+  bool size_known;      /* lib/shape: size holds view_size(v) (a cache, not part of identity) */
+  int64_t size;
   uint64_t hash; uint32_t id;
 };
 struct ShapeTracker { int nviews; const View *const *views; uint64_t hash; uint32_t id;
@@ -219,6 +221,7 @@ typedef struct UCtx {
   const Value *vsmall[132];    /* lib/uop: interned None, False, True and the ints -1..127, once looked up */
   uint32_t rw_epoch;           /* lib/rewrite: the last graph rewrite's epoch (UOp.rw_epoch) */
   int rw_depth; uint32_t rw_open[32]; /* lib/rewrite: the epochs of the rewrites now running, outermost first */
+  size_t maps_peak;            /* lib/schedule: peak bytes of kernelize's pass maps (their own arenas; for bench) */
 } UCtx;
 extern _Thread_local UCtx *uctx;                /* the current context */
 UCtx *uop_ctx_new(void);                        /* creates and makes current */

@@ -152,6 +152,36 @@ void arena_pop(Arena *a, ArenaMark m) {
   }
   if (a->head) { a->used_total -= a->head->off - m.off; a->head->off = m.off; }
 }
+char *bigbuf_reserve(BigBuf *b, size_t need) {
+  size_t cap = b->c ? b->c->cap : 0;
+  if (need > cap) {
+    size_t nc = cap ? cap : (size_t)1 << 16;
+    while (nc < need) nc *= 2;
+    ArenaChunk *c = realloc(b->c, sizeof *c + nc);
+    if (!c) tg_fail(TG_EINTERNAL, "out of memory allocating %zu bytes", nc);
+    c->cap = nc;
+    b->c = c;
+  }
+  return (char *)b->c->data;
+}
+void bigbuf_put(BigBuf *b, const char *s, size_t n) {
+  char *p = bigbuf_reserve(b, b->n + n + 1);
+  memcpy(p + b->n, s, n);
+  b->n += n;
+  p[b->n] = 0;
+}
+void bigbuf_free(BigBuf *b) { free(b->c); *b = (BigBuf){0}; }
+char *arena_take(Arena *a, BigBuf *b) {
+  ArenaChunk *c = b->c;
+  if (!c) return arena_alloc(a, 1);
+  c->off = (b->n + 1 + 15) & ~(size_t)15; /* the text and its NUL; later allocations may use the rest */
+  c->prev = a->head;
+  a->head = c;
+  a->used_total += c->off;
+  if (a->used_total > a->peak) a->peak = a->used_total;
+  *b = (BigBuf){0};
+  return (char *)c->data;
+}
 void arena_free(Arena *a) {
   while (a->head) { ArenaChunk *p = a->head->prev; free(a->head); a->head = p; }
   free(a->spare);

@@ -36,6 +36,14 @@ char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf,
 ArenaMark arena_mark(Arena *a);
 void arena_pop(Arena *a, ArenaMark m);          /* frees everything allocated since the mark */
 void arena_free(Arena *a);
+/* A big text grown with realloc (glibc moves a big block by remapping it: no copy, no second
+ * footprint) that an arena then takes over as one of its chunks, so it is never copied into the
+ * arena: the output documents, which can be larger than the graph they describe. */
+typedef struct BigBuf { ArenaChunk *c; size_t n; } BigBuf; /* n bytes of text at c->data; {0} is empty */
+char *bigbuf_reserve(BigBuf *b, size_t need);   /* room for need bytes in all; returns the text */
+void bigbuf_put(BigBuf *b, const char *s, size_t n); /* append n bytes, keeping a NUL after them */
+void bigbuf_free(BigBuf *b);
+char *arena_take(Arena *a, BigBuf *b);          /* b's text, now owned (and freed) by a; b is emptied */
 
 /* ---- a growing NUL-terminated string in an arena: SB b = {arena} (or sb_init), then append;
  * b.s is NULL until the first append without sb_init, sb_get gives "" then ---- */
