@@ -1,6 +1,8 @@
 /* Unit tests for the UOp core: interning, dtypes, values, toposort order and depth. */
 #include <criterion/criterion.h>
 #include "uop/uop.h"
+#include <stdlib.h>
+#include <string.h>
 
 static UCtx *c;
 static void setup(void) { c = uop_ctx_new(); }
@@ -109,4 +111,55 @@ Test(uop, errors_unwind_to_the_handler) {
   cr_assert_eq(reached, 0);
   cr_assert_eq(tg_last_error.code, TG_EINPUT);
   cr_assert_str_eq(tg_last_error.msg, "row 3: bad");
+}
+
+/* the intern tables grow by rehashing each entry with its set's hash function: every node, value,
+ * view and ShapeTracker made before the tables grew is still the one a constructor returns */
+Test(uop, interning_survives_table_growth) {
+  enum { N = 50000 };
+  UOp **us = malloc(sizeof(UOp *) * N);
+  const Value **vs = malloc(sizeof(Value *) * N);
+  const ShapeTracker **ss = malloc(sizeof(ShapeTracker *) * N);
+  UOp *x = uop0(OP_DEFINE_VAR, dt_int, v_tuplev(3, v_str("x"), v_int(0), v_int(10)));
+  for (int i = 0; i < N; i++) {
+    vs[i] = v_tuplev(2, v_int(i), v_str(i % 2 ? "odd" : "even"));
+    us[i] = uop2(OP_ADD, dt_int, x, uop_const_int(dt_int, 1000 + i), vs[i]);
+    Sint sh = si(i + 1), st = si(1);
+    const View *v = view_intern(1, &sh, &st, si(0), NULL, true);
+    ss[i] = st_intern(1, &v);
+  }
+  cr_assert_gt(c->uops.cap, 2 * 1024, "the uop table grew");
+  for (int i = 0; i < N; i++) {
+    cr_assert_eq(v_tuplev(2, v_int(i), v_str(i % 2 ? "odd" : "even")), vs[i]);
+    cr_assert_eq(uop2(OP_ADD, dt_int, x, uop_const_int(dt_int, 1000 + i), vs[i]), us[i]);
+    Sint sh = si(i + 1), st = si(1);
+    const View *v = view_intern(1, &sh, &st, si(0), NULL, true);
+    cr_assert_eq(st_intern(1, &v), ss[i]);
+  }
+  free(us), free(vs), free(ss);
+}
+
+/* a BigBuf handed to an arena is one of its chunks: popped with what came after the mark, freed
+ * with the arena (ASan/valgrind see any leak or double free), and later allocations still work */
+Test(uop, bigbuf_taken_by_arena) {
+  Arena a = {0};
+  (void)arena_alloc(&a, 100);
+  ArenaMark mk = arena_mark(&a);
+  BigBuf b = {0};
+  for (int i = 0; i < 20000; i++) bigbuf_put(&b, "0123456789", 10);
+  cr_assert_eq(b.n, 200000);
+  char *t = arena_take(&a, &b);
+  cr_assert_null(b.c);
+  cr_assert_eq(strlen(t), 200000);
+  cr_assert_eq(strncmp(t + 199990, "0123456789", 10), 0);
+  char *after = arena_alloc(&a, 64);
+  memset(after, 1, 64);
+  arena_pop(&a, mk);
+  BigBuf b2 = {0};
+  bigbuf_put(&b2, "x", 1);
+  cr_assert_str_eq(arena_take(&a, &b2), "x");
+  BigBuf b3 = {0};
+  bigbuf_put(&b3, "leftover", 8);
+  bigbuf_free(&b3);
+  arena_free(&a);
 }

@@ -68,12 +68,15 @@ void options_default(Options *o) {
   o->dont_group_reduces = 0; o->reduceop_split_threshold = 32768; o->reduceop_split_size = 22;
   o->max_kernel_buffers = 0; o->ring = 1;
 }
+static uint64_t uop_hash_of(const void *p);
 UCtx *uop_ctx_new(void) {
   dtype_init();
   UCtx *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   options_default(&c->opt);
   c->next_id = 1;
+  iset_init(&c->uops, uop_hash_of);
+  value_sets_init(c);
   uctx = c;
   return c;
 }
@@ -95,17 +98,21 @@ static bool uop_eq(const void *sa, const void *pb) {
   for (int i = 0; i < a->nsrc; i++) if (a->src[i] != b->src[i]) return false;
   return true;
 }
+/* multiply-xor per field (the node ids are dense), one avalanche at the end for the low bits
+ * the table index takes */
+static inline uint64_t uop_hash(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag) {
+  const uint64_t K = 0x9E3779B97F4A7C15ull;
+  uint64_t h = ((((0xC0FFEEull ^ op) * K ^ dt->id) * K ^ arg->hash) * K ^ tag->hash) * K;
+  for (int i = 0; i < nsrc; i++) h = (h ^ src[i]->id) * K;
+  return h ^ (h >> 29);
+}
+static uint64_t uop_hash_of(const void *p) { const UOp *u = p; return uop_hash((Op)u->op, u->dtype, u->nsrc, u->src, u->arg, u->tag); }
 UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag) {
   if (!arg) arg = v_none();
   if (!tag) tag = v_none();
   if (!dt) dt = dt_void;
   if (nsrc > UOP_MAX_SRC) tg_fail(TG_EINPUT, "a %s with %d sources is more than tgc supports", op_names[op], nsrc);
-  /* multiply-xor per field (the node ids are dense), one avalanche at the end for the low bits
-   * the table index takes */
-  const uint64_t K = 0x9E3779B97F4A7C15ull;
-  uint64_t h = ((((0xC0FFEEull ^ op) * K ^ dt->id) * K ^ arg->hash) * K ^ tag->hash) * K;
-  for (int i = 0; i < nsrc; i++) h = (h ^ src[i]->id) * K;
-  h ^= h >> 29;
+  uint64_t h = uop_hash(op, dt, nsrc, src, arg, tag);
   UProbe p = {op, dt, nsrc, src, arg, tag};
   UOp *f = iset_find(&uctx->uops, h, uop_eq, &p);
   if (f) return f;

@@ -225,6 +225,7 @@ typedef struct UCtx {
 } UCtx;
 extern _Thread_local UCtx *uctx;                /* the current context */
 UCtx *uop_ctx_new(void);                        /* creates and makes current */
+void value_sets_init(UCtx *c);                  /* lib/uop: the value, view, ShapeTracker and Metadata intern sets (uop_ctx_new) */
 void uop_ctx_free(UCtx *c);
 static inline Arena *ga(void) { return &uctx->arena; }
 

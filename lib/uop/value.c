@@ -203,6 +203,21 @@ const ShapeTracker *st_intern(int nviews, const View *const *views) {
   return s;
 }
 
+/* ---- the intern sets' hash functions (for growing a table) ---- */
+static uint64_t meta_hash(const char *name, const char *caller, bool backward) {
+  return hash_bytes(name, strlen(name), hash_bytes(caller, strlen(caller), backward));
+}
+static uint64_t value_hash_of(const void *p) { return ((const Value *)p)->hash; }
+static uint64_t view_hash_of(const void *p) { return ((const View *)p)->hash; }
+static uint64_t st_hash_of(const void *p) { return ((const ShapeTracker *)p)->hash; }
+static uint64_t meta_hash_of(const void *p) { const Meta *m = p; return meta_hash(m->name, m->caller, m->backward); }
+void value_sets_init(UCtx *c) {
+  iset_init(&c->values, value_hash_of);
+  iset_init(&c->views, view_hash_of);
+  iset_init(&c->sts, st_hash_of);
+  iset_init(&c->metas, meta_hash_of);
+}
+
 /* ---- Metadata ---- */
 static bool meta_eq(const void *sa, const void *pb) {
   const Meta *a = sa, *b = pb;
@@ -210,7 +225,7 @@ static bool meta_eq(const void *sa, const void *pb) {
 }
 const Meta *meta_intern(const char *name, const char *caller, bool backward) {
   Meta p = {name, caller ? caller : "", backward, 0};
-  uint64_t h = hash_bytes(p.name, strlen(p.name), hash_bytes(p.caller, strlen(p.caller), backward));
+  uint64_t h = meta_hash(p.name, p.caller, backward);
   Meta *f = iset_find(&uctx->metas, h, meta_eq, &p);
   if (f) return f;
   Meta *m = arena_alloc(ga(), sizeof *m);

@@ -322,22 +322,25 @@ bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const voi
 }
 
 /* ---- intern set ---- */
+#define ISET_TAG 0xFFFF000000000000ull
 void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe) {
   if (!s->cap) return NULL;
   size_t m = s->cap - 1, p = h & m;
-  while (s->slots[p].p) {
-    if (s->slots[p].h == h && eq(s->slots[p].p, probe)) return s->slots[p].p;
-    p = (p + 1) & m;
+  uint64_t tag = h & ISET_TAG;
+  for (uint64_t e; (e = s->slots[p]); p = (p + 1) & m) {
+    void *q = (void *)(uintptr_t)(e & ~ISET_TAG);
+    if ((e & ISET_TAG) == tag && eq(q, probe)) return q;
   }
   return NULL;
 }
 /* the table rehashed into nc slots (a power of two) */
 static void iset_rehash(ISet *s, size_t nc) {
-  ISlot *ns = calloc(nc, sizeof *ns);
+  uint64_t *ns = calloc(nc, sizeof *ns);
   if (!ns) tg_fail(TG_EINTERNAL, "out of memory growing intern table");
-  for (size_t i = 0; i < s->cap; i++) if (s->slots[i].p) {
-    size_t p = s->slots[i].h & (nc - 1);
-    while (ns[p].p) p = (p + 1) & (nc - 1);
+  if (s->n && !s->hash) tg_fail(TG_EINTERNAL, "intern table without a hash function (iset_init)");
+  for (size_t i = 0; i < s->cap; i++) if (s->slots[i]) {
+    size_t p = s->hash((void *)(uintptr_t)(s->slots[i] & ~ISET_TAG)) & (nc - 1);
+    while (ns[p]) p = (p + 1) & (nc - 1);
     ns[p] = s->slots[i];
   }
   free(s->slots);
@@ -347,8 +350,9 @@ static void iset_grow(ISet *s) { iset_rehash(s, s->cap ? s->cap * 2 : 1024); }
 void iset_add(ISet *s, uint64_t h, void *p) {
   if ((s->n + 1) * 2 > s->cap) iset_grow(s);
   size_t m = s->cap - 1, i = h & m;
-  while (s->slots[i].p) i = (i + 1) & m;
-  s->slots[i] = (ISlot){h, p};
+  if ((uintptr_t)p & ISET_TAG) tg_fail(TG_EINTERNAL, "intern table: an address above 2^48");
+  while (s->slots[i]) i = (i + 1) & m;
+  s->slots[i] = (uint64_t)(uintptr_t)p | (h & ISET_TAG);
   s->n++;
 }
 void iset_reserve(ISet *s, size_t n) {

@@ -74,10 +74,15 @@ void map_put(Map *m, void *key, uint64_t h, void *val);
 bool map_del(Map *m, const void *key, uint64_t h);
 #define MAP_EACH(m, e) for (MapEnt *e = (m)->ents; e && e < (m)->ents + (m)->n; e++) if (e->key)  /* e && : an empty map has no ents */
 
-/* ---- intern set: open addressing over pointers with caller-given hash and equality ---- */
-typedef struct ISlot { uint64_t h; void *p; } ISlot;  /* hash beside pointer: one cache line per probe */
-typedef struct ISet { ISlot *slots; size_t cap, n; } ISet;
+/* ---- intern set: open addressing over pointers with caller-given hash and equality ----
+ * A slot is 8 bytes: the pointer, with the top 16 bits of its hash in the pointer's unused top
+ * bits (user addresses are below 2^48), so a probe calls eq only on a tag match; growing the
+ * table asks the set's hash function (iset_init) for each entry's full hash again. At the half
+ * load the table keeps, the slots of a million-node graph take half the memory 16-byte slots did. */
+typedef uint64_t (*IHash)(const void *stored);
+typedef struct ISet { uint64_t *slots; size_t cap, n; IHash hash; } ISet;
 typedef bool (*IEq)(const void *stored, const void *probe);
+static inline void iset_init(ISet *s, IHash hash) { *s = (ISet){NULL, 0, 0, hash}; }
 void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe); /* NULL when absent */
 void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backed; iset_free */
 void iset_free(ISet *s);
