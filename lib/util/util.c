@@ -191,14 +191,11 @@ void arena_free(Arena *a) {
 
 /* ---- vector ---- */
 void vec_init(PtrVec *v, Arena *a) { v->v = NULL; v->n = v->cap = 0; v->a = a; }
-void vec_push(PtrVec *v, void *p) {
-  if (v->n == v->cap) {
-    int nc = v->cap ? v->cap * 2 : 8;
-    void **nv = arena_alloc_raw(v->a, sizeof(void *) * (size_t)nc);
-    if (v->n) memcpy(nv, v->v, sizeof(void *) * (size_t)v->n);
-    v->v = nv; v->cap = nc;
-  }
-  v->v[v->n++] = p;
+void vec_grow(PtrVec *v) {
+  int nc = v->cap ? v->cap * 2 : 8;
+  void **nv = arena_alloc_raw(v->a, sizeof(void *) * (size_t)nc);
+  if (v->n) memcpy(nv, v->v, sizeof(void *) * (size_t)v->n);
+  v->v = nv; v->cap = nc;
 }
 
 /* ---- hashing ---- */

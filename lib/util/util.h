@@ -57,7 +57,11 @@ static inline const char *sb_get(const SB *b) { return b->s ? b->s : ""; }
 /* ---- growable vector of pointers (arena backed) ---- */
 typedef struct PtrVec { void **v; int n, cap; Arena *a; } PtrVec;
 void vec_init(PtrVec *v, Arena *a);
-void vec_push(PtrVec *v, void *p);
+void vec_grow(PtrVec *v);                       /* vec_push's growth */
+static inline void vec_push(PtrVec *v, void *p) {
+  if (__builtin_expect(v->n == v->cap, 0)) vec_grow(v);
+  v->v[v->n++] = p;
+}
 static inline void *vec_pop(PtrVec *v) { return v->v[--v->n]; }
 
 /* ---- insertion-ordered hash map, keyed by pointer (like a Python dict of objects) ----
