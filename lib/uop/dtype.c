@@ -99,9 +99,17 @@ const DType *dt_vec(const DType *d, int n) {
 const DType *dt_ptr(const DType *d, int64_t size, AddrSpace as) {
   if (d->kind == DTK_IMAGE) return d;
   if (d->kind == DTK_PTR) tg_fail(TG_EINPUT, "can't make a pointer from a pointer");
+  /* the result depends on (d, size, as) alone: the last one made for each of 256 slots is kept,
+   * since a kernel's buffers ask for the same few pointer dtypes over and over */
+  static struct { const DType *d, *r; int64_t size; int as; } memo[256];
+  uint32_t x = d->id * 0x9E3779B1u ^ (uint32_t)size * 0x85EBCA77u ^ (uint32_t)((uint64_t)size >> 32) ^ (uint32_t)as;
+  unsigned k = (x * 0x9E3779B1u) >> 24; /* 0..255 */
+  if (memo[k].d == d && memo[k].size == size && memo[k].as == (int)as) return memo[k].r;
   DType p = *d;
   p.kind = DTK_PTR; p.scalar_of = NULL; p.base = d; p.addrspace = (uint8_t)as; p.v = 1; p.size = size;
-  return dt_intern(&p);
+  const DType *r = dt_intern(&p);
+  memo[k].d = d, memo[k].r = r, memo[k].size = size, memo[k].as = (int)as;
+  return r;
 }
 const DType *dt_image(bool half, int n, const int64_t *shape) {
   DType p = {0};
