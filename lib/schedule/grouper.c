@@ -232,6 +232,7 @@ UMap group_realizes(UOp *sink) {
   // construct children graph (only for bases)
   UMap children, assigns;
   umap_init(&children, ta);
+  map_reserve(&children, topo.n); /* at most a key per node: no regrowing on the way */
   umap_init(&assigns, ta);
   for (int i = 0; i < topo.n; i++) {
     UOp *u = topo.v[i];
