@@ -75,6 +75,7 @@ UCtx *uop_ctx_new(void) {
   if (!c) return NULL;
   options_default(&c->opt);
   c->next_id = 1;
+  c->next_vid = 1;
   iset_init(&c->uops, uop_hash_of);
   value_sets_init(c);
   uctx = c;

@@ -3,7 +3,8 @@
  *
  * Every UOp, Value, View and ShapeTracker is hash-consed: the constructor is the only way to
  * make one, and equal (op, dtype, src, arg, tag) gives the same pointer, so equality is `==`.
- * Nodes carry a creation-order id; hashing and ordering use ids, never addresses, so runs are
+ * Nodes carry a creation-order id (UOps count apart from values, so arrays indexed by a UOp's id
+ * stay dense); hashing and ordering use ids, never addresses, so runs are
  * reproducible. All of it lives in the current compile context's arena (uop_ctx_new/free).
  * DTypes are process-global and immortal (a few dozen of them). */
 #ifndef TGC_UOP_H
@@ -212,7 +213,8 @@ typedef struct UCtx {
   Arena arena;                 /* graph lifetime */
   Arena scratch;               /* per-pass scratch (arena_mark/arena_pop) */
   ISet uops, values, views, sts, metas; /* intern tables (keyed by structural hash) */
-  uint32_t next_id;
+  uint32_t next_id;            /* the next UOp's id (UOps alone: arrays indexed by UOp id stay dense) */
+  uint32_t next_vid;           /* the next id of a Value, View, ShapeTracker or Metadata */
   int64_t next_unique;         /* UNIQUE counter for buffers the scheduler creates */
   Options opt;
   void *memo[12];              /* per-context caches of pure functions, owned by stages: lib/shape's (View.__add__, ShapeTracker.__add__, from_shape, movement ops) */

@@ -62,7 +62,7 @@ static const Value *vintern(Value *proto) {
   if (v->kind == V_STR) v->s = arena_strdup(ga(), v->s);
   if (v->kind == V_TUPLE && v->n) v->items = arena_dup(ga(), v->items, sizeof(Value *) * (size_t)v->n);
   if (v->kind == V_KERNEL && v->k.nmeta) v->k.meta = arena_dup(ga(), v->k.meta, sizeof(Meta *) * (size_t)v->k.nmeta);
-  v->id = uctx->next_id++;
+  v->id = uctx->next_vid++;
   iset_add(&uctx->values, v->hash, v);
   return v;
 }
@@ -177,7 +177,7 @@ const View *view_intern(int ndim, const Sint *shape, const Sint *strides, Sint o
   v->symbolic = offset.u != NULL;
   for (int i = 0; i < ndim; i++) v->symbolic |= shape[i].u || strides[i].u || (mask && (mask[2 * i].u || mask[2 * i + 1].u));
   v->hash = h;
-  v->id = uctx->next_id++;
+  v->id = uctx->next_vid++;
   iset_add(&uctx->views, h, v);
   return v;
 }
@@ -198,7 +198,7 @@ const ShapeTracker *st_intern(int nviews, const View *const *views) {
   s->nviews = nviews;
   s->views = arena_dup(ga(), views, sizeof(View *) * (size_t)nviews);
   s->hash = h;
-  s->id = uctx->next_id++;
+  s->id = uctx->next_vid++;
   iset_add(&uctx->sts, h, s);
   return s;
 }
@@ -232,7 +232,7 @@ const Meta *meta_intern(const char *name, const char *caller, bool backward) {
   m->name = arena_strdup(ga(), p.name);
   m->caller = arena_strdup(ga(), p.caller);
   m->backward = backward;
-  m->id = uctx->next_id++;
+  m->id = uctx->next_vid++;
   iset_add(&uctx->metas, h, m);
   return m;
 }
