@@ -772,24 +772,23 @@ UOp *uop_substitute(UOp *root, const UMap *dvars) {
     rctx_init(&r, NULL, pm_substitute, &d);
     /* A node that is no key and reaches none rewrites to itself (the rule only maps keys): it is
      * entered as its own result before the rewrite starts, which then never visits its graph.
-     * That visit could only matter through tinygrad's bound on its stack (200000 entries): the
-     * rewrite of the graph of root and the values, n nodes and e edges, pushes at most
-     * 1 + 4n + 2e entries, so a graph with n + e under 50000 is entered safely, and a larger one is
-     * visited as tinygrad visits it. (Each graph is sorted alone: the values' share nodes with
-     * root's, and the sum of their sizes bounds n + e from above. The sorting stops once the sum
-     * reaches the bound, so it costs at most 50000 steps and one graph, however many keys.) */
+     * That visit could only matter through tinygrad's bound on its stack: a graph of root and the
+     * values under REWRITE_SAFE_SIZE is entered safely, and a larger one is visited as tinygrad
+     * visits it. (Each graph is sorted alone: the values' share nodes with root's, and the sum of
+     * their sizes bounds n + e from above. The sorting stops once the sum reaches the bound, so it
+     * costs at most REWRITE_SAFE_SIZE steps and one graph, however many keys.) */
     UOp **roots = arena_alloc_raw(&uctx->scratch, sizeof(UOp *) * (size_t)(d.live + 1));
     int nr = 0, nt = 0;
     roots[nr++] = root;
     MAP_EACH(&d, e) roots[nr++] = e->val;
     UList *topo = arena_alloc_raw(&uctx->scratch, sizeof(UList) * (size_t)nr);
     size_t size = 0;
-    while (nt < nr && size < 50000) {
+    while (nt < nr && size < REWRITE_SAFE_SIZE) {
       topo[nt] = uop_toposort_in(&uctx->scratch, roots[nt], NULL, NULL);
-      for (int i = 0; i < topo[nt].n; i++) size += 1 + (size_t)topo[nt].v[i]->nsrc;
+      size = rewrite_size_add(size, topo[nt]);
       nt++;
     }
-    for (int t = 0; t < nt && size < 50000; t++) for (int i = 0; i < topo[t].n; i++) {
+    for (int t = 0; t < nt && size < REWRITE_SAFE_SIZE; t++) for (int i = 0; i < topo[t].n; i++) {
       UOp *u = topo[t].v[i];
       bool clean = !umap_has(&d, u);
       for (int j = 0; j < u->nsrc && clean; j++) clean = rs_get(&r, u->src[j], RW_REPLACE) != NULL;

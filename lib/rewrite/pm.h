@@ -71,6 +71,15 @@ PM *pm_concat(int n, PM *const *pms);           /* tinygrad's pm1+pm2+... (rules
 UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx); /* PatternMatcher.rewrite: first rule returning non-NULL, non-u */
 bool upat_match(const UPat *p, UOp *u, Match *m); /* first binding of a pattern alone (tests, helpers) */
 
+/* tinygrad's graph_rewrite fails past 200000 deque entries ("infinite loop"); a rewrite of a graph
+ * of n nodes and e edges pushes at most 1 + 4n + 2e, so one with n + e under REWRITE_SAFE_SIZE
+ * cannot reach the bound, and a shortcut that skips the rewrite fails exactly as it would. */
+enum { REWRITE_SAFE_SIZE = 50000 };
+/* size plus the nodes and edges of topo, counted until the sum reaches REWRITE_SAFE_SIZE */
+static inline size_t rewrite_size_add(size_t size, UList topo) {
+  for (int i = 0; i < topo.n && size < REWRITE_SAFE_SIZE; i++) size += 1 + (size_t)topo.v[i]->nsrc;
+  return size;
+}
 /* graph_rewrite(sink, pm, ctx, bottom_up, bpm) */
 UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm);
 /* graph_rewrite(sink, pm) for a context-free pm, whose result for a node is a function of the node

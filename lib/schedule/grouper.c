@@ -127,16 +127,13 @@ static PM *pm_do_realize;
 /* the realize map after do_realize alone. The callbacks never rewrite, so tinygrad's
  * graph_rewrite(sink, do_realize) calls the matcher on each node once, in toposort order (its
  * stack takes sources first, in order): that loop over topo (sink's toposort) is the same calls.
- * The rewrite could only differ by failing on its stack bound (200000 entries): a graph of n nodes
- * and e edges pushes at most 1 + 4n + 2e, so under 50000 nodes and edges the loop is taken, and a
- * larger graph goes through graph_rewrite as tinygrad's does. */
+ * The rewrite could only differ by failing on its stack bound: under REWRITE_SAFE_SIZE the loop is
+ * taken, and a larger graph goes through graph_rewrite as tinygrad's does. */
 static UMap sched_do_realize(UOp *sink, UList topo) {
   if (!pm_do_realize) pm_do_realize = pm_new(do_realize, RULES_N(do_realize));
   UMap realizes;
   umap_init(&realizes, ga());
-  size_t size = 0;
-  for (int i = 0; i < topo.n && size < 50000; i++) size += 1 + (size_t)topo.v[i]->nsrc;
-  if (size >= 50000) {
+  if (rewrite_size_add(0, topo) >= REWRITE_SAFE_SIZE) {
     graph_rewrite(sink, pm_do_realize, &realizes, false, NULL);
     return realizes;
   }

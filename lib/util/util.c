@@ -84,6 +84,8 @@ static ArenaChunk *arena_grow(Arena *a, size_t n) {
   a->head = c;
   return c;
 }
+/* the bump spelled out again rather than a call to arena_alloc_raw: scratch marks popped at a chunk
+ * boundary make this path warm, and the call measured 0.5% more instructions per schedule */
 void *arena_alloc_grow(Arena *a, size_t n) {
   ArenaChunk *c = arena_grow(a, n);
   void *p = c->data + c->off;
