@@ -14,7 +14,7 @@ shrink, detach, one_hot, half reductions, programs sharded over two CPUs (MULTI)
 tools/tgc_graph.py export (NAME.graph.json) and oracle (NAME.expect.json), and the folder can then be
 scored with `build/conformance DIR` (or ../shared/tools/score.py).
 
-CLI:  randgraph.py OUTDIR --seeds A:B [--numeric] [--ops N] [--extended] [--options]
+CLI:  randgraph.py OUTDIR --seeds A:B [--numeric] [--ops N] [--extended] [--options] [--mem-limit-gb G]
 Needs tinygrad 0.11.0 and numpy.
 """
 from __future__ import annotations
@@ -227,7 +227,17 @@ def main(argv=None) -> int:
   ap.add_argument("--ops", type=int, default=8, help="the most ops in one program")
   ap.add_argument("--extended", action="store_true", help="also integer/bit ops, bitcasts, assigns, Variables, sharding over two CPUs, gradients")
   ap.add_argument("--options", action="store_true", help="vary the scheduler switches (FUSE_ARANGE, SPLIT_REDUCEOP, ...) by seed")
+  ap.add_argument("--mem-limit-gb", type=float, default=8, help="address-space limit for this process (0: none); a program that "
+                  "tinygrad cannot schedule within it is skipped")
   a = ap.parse_args(argv)
+  if a.mem_limit_gb > 0:
+    # some option sets send tinygrad into an endless rewrite (split_reduceop splitting its own result
+    # again under a low REDUCEOP_SPLIT_THRESHOLD) that grows until the machine runs out of memory:
+    # under the limit it ends in a MemoryError, and the seed is skipped like any program tinygrad refuses
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    want = int(a.mem_limit_gb * 2**30)
+    if hard == resource.RLIM_INFINITY or want < hard: resource.setrlimit(resource.RLIMIT_AS, (want, hard))
   out = pathlib.Path(a.outdir); out.mkdir(parents=True, exist_ok=True)
   lo, hi = (int(x) for x in a.seeds.split(":"))
   made = 0
