@@ -14,7 +14,7 @@ shrink, detach, one_hot, half reductions, programs sharded over two CPUs (MULTI)
 tools/tgc_graph.py export (NAME.graph.json) and oracle (NAME.expect.json), and the folder can then be
 scored with `build/conformance DIR` (or ../shared/tools/score.py).
 
-CLI:  randgraph.py OUTDIR --seeds A:B [--numeric] [--ops N] [--extended] [--options] [--mem-limit-gb G]
+CLI:  randgraph.py OUTDIR --seeds A:B [--numeric] [--ops N] [--extended] [--options] [--mem-limit-gb G] [--cpu-limit-s S]
 Needs tinygrad 0.11.0 and numpy.
 """
 from __future__ import annotations
@@ -219,6 +219,55 @@ class Gen:
     return outs
 
 
+def make_one(out:pathlib.Path, name:str, seed:int, a) -> bool:
+  """Writes NAME.graph.json and NAME.expect.json for one seed; False (files removed) when tinygrad refuses the program."""
+  try:
+    g = Gen(seed, a.numeric, a.ops, a.extended)
+    opts = g.options() if a.options else {}
+    with tgc_graph.options(opts):
+      outs = g.program()
+      tgc_graph.export(outs, out / f"{name}.graph.json", with_data="inline" if a.numeric else False)
+    doc = tgc_graph.oracle(out / f"{name}.graph.json", outputs=None)
+    (out / f"{name}.expect.json").write_text(tgc_graph._dumps(doc))
+    return True
+  except Exception as e:  # a program tinygrad itself refuses is skipped, not a tgc failure
+    drop(out, name)
+    print(f"{name}: skipped ({type(e).__name__}: {str(e)[:120]})", file=sys.stderr)
+    if os.environ.get("RANDGRAPH_TRACE"): traceback.print_exc()
+    return False
+
+def drop(out:pathlib.Path, name:str):
+  for f in (out / f"{name}.graph.json", out / f"{name}.expect.json"):
+    if f.exists(): f.unlink()
+
+def make_one_limited(out:pathlib.Path, name:str, seed:int, a) -> bool:
+  """make_one in a forked child under memory and CPU-time limits. Some option sets send tinygrad into
+  an endless rewrite (split_reduceop splitting its own result again under a low
+  REDUCEOP_SPLIT_THRESHOLD) that grows until the machine runs out of memory; in a child, the limits end
+  it (a MemoryError, or SIGXCPU) and the seed is skipped like any program tinygrad refuses, while this
+  process, whose allocator a failed allocation could leave broken, goes on untouched."""
+  import resource
+  sys.stdout.flush(); sys.stderr.flush()
+  pid = os.fork()
+  if pid == 0:
+    code = 1
+    try:
+      mem = int(a.mem_limit_gb * 2**30)
+      resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+      resource.setrlimit(resource.RLIMIT_CPU, (a.cpu_limit_s, a.cpu_limit_s + 5))
+      code = 0 if make_one(out, name, seed, a) else 1
+    except BaseException as e:
+      drop(out, name)
+      print(f"{name}: skipped ({type(e).__name__}: {str(e)[:120]})", file=sys.stderr)
+    finally:
+      sys.stdout.flush(); sys.stderr.flush()
+      os._exit(code)
+  _, status = os.waitpid(pid, 0)
+  if os.WIFSIGNALED(status):
+    drop(out, name)
+    print(f"{name}: skipped (killed by signal {os.WTERMSIG(status)}: over {a.mem_limit_gb:g} GB or {a.cpu_limit_s} s of CPU)", file=sys.stderr)
+  return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
 def main(argv=None) -> int:
   ap = argparse.ArgumentParser(prog="randgraph.py", description=__doc__.split("\n\n")[0])
   ap.add_argument("outdir")
@@ -227,36 +276,16 @@ def main(argv=None) -> int:
   ap.add_argument("--ops", type=int, default=8, help="the most ops in one program")
   ap.add_argument("--extended", action="store_true", help="also integer/bit ops, bitcasts, assigns, Variables, sharding over two CPUs, gradients")
   ap.add_argument("--options", action="store_true", help="vary the scheduler switches (FUSE_ARANGE, SPLIT_REDUCEOP, ...) by seed")
-  ap.add_argument("--mem-limit-gb", type=float, default=8, help="address-space limit for this process (0: none); a program that "
-                  "tinygrad cannot schedule within it is skipped")
+  ap.add_argument("--mem-limit-gb", type=float, default=8, help="each seed runs in a child process with this much address space "
+                  "(0: every seed in this process, no limits); a program tinygrad cannot handle within the limits is skipped")
+  ap.add_argument("--cpu-limit-s", type=int, default=120, help="the CPU seconds a seed's child may take")
   a = ap.parse_args(argv)
-  if a.mem_limit_gb > 0:
-    # some option sets send tinygrad into an endless rewrite (split_reduceop splitting its own result
-    # again under a low REDUCEOP_SPLIT_THRESHOLD) that grows until the machine runs out of memory:
-    # under the limit it ends in a MemoryError, and the seed is skipped like any program tinygrad refuses
-    import resource
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    want = int(a.mem_limit_gb * 2**30)
-    if hard == resource.RLIM_INFINITY or want < hard: resource.setrlimit(resource.RLIMIT_AS, (want, hard))
   out = pathlib.Path(a.outdir); out.mkdir(parents=True, exist_ok=True)
   lo, hi = (int(x) for x in a.seeds.split(":"))
   made = 0
   for seed in range(lo, hi):
     name = f"rand{'n' if a.numeric else ''}{'x' if a.extended else ''}_{seed}"
-    try:
-      g = Gen(seed, a.numeric, a.ops, a.extended)
-      opts = g.options() if a.options else {}
-      with tgc_graph.options(opts):
-        outs = g.program()
-        tgc_graph.export(outs, out / f"{name}.graph.json", with_data="inline" if a.numeric else False)
-      doc = tgc_graph.oracle(out / f"{name}.graph.json", outputs=None)
-      (out / f"{name}.expect.json").write_text(tgc_graph._dumps(doc))
-      made += 1
-    except Exception as e:  # a program tinygrad itself refuses is skipped, not a tgc failure
-      for f in (out / f"{name}.graph.json", out / f"{name}.expect.json"):
-        if f.exists(): f.unlink()
-      print(f"{name}: skipped ({type(e).__name__}: {str(e)[:120]})", file=sys.stderr)
-      if os.environ.get("RANDGRAPH_TRACE"): traceback.print_exc()
+    made += (make_one_limited if a.mem_limit_gb > 0 else make_one)(out, name, seed, a)
   print(f"{made} graphs in {out}")
   return 0
 
