@@ -196,3 +196,29 @@ def test_model_features():
 def test_symbolic_table_matches_tinygrad():
   r = subprocess.run([sys.executable, str(ROOT / "tools" / "symbolic_table.py"), "check"], capture_output=True, text=True)
   assert r.returncode == 0, r.stdout + r.stderr
+
+# ********** tools/randgraph.py: each seed in a child process under limits **********
+
+def test_randgraph_child_matches_in_process(tmp_path):
+  """the forked, limited mode writes the same files as generating every seed in one process"""
+  import randgraph
+  randgraph.main([str(tmp_path / "child"), "--seeds", "0:6", "--ops", "8"])
+  randgraph.main([str(tmp_path / "inproc"), "--seeds", "0:6", "--ops", "8", "--mem-limit-gb", "0"])
+  a, b = sorted(p.name for p in (tmp_path / "child").iterdir()), sorted(p.name for p in (tmp_path / "inproc").iterdir())
+  assert a == b and len(a) >= 2
+  for n in a: assert (tmp_path / "child" / n).read_bytes() == (tmp_path / "inproc" / n).read_bytes(), n
+
+def test_randgraph_seed_killed_is_skipped(tmp_path, monkeypatch, capfd):
+  """a seed whose child dies (as under the memory or CPU limit) is skipped, leaves no files, and the run goes on"""
+  import signal, randgraph
+  real = randgraph.make_one
+  def dies_on_seed_1(out, name, seed, a):
+    if seed == 1:
+      (out / f"{name}.graph.json").write_text("partial")
+      os.kill(os.getpid(), signal.SIGKILL)
+    return real(out, name, seed, a)
+  monkeypatch.setattr(randgraph, "make_one", dies_on_seed_1)
+  randgraph.main([str(tmp_path), "--seeds", "0:3", "--ops", "8"])
+  names = sorted(p.name for p in tmp_path.iterdir())
+  assert names == ["rand_0.expect.json", "rand_0.graph.json", "rand_2.expect.json", "rand_2.graph.json"]
+  assert "rand_1: skipped (killed by signal 9" in capfd.readouterr().err
