@@ -644,6 +644,7 @@ int main(int argc, char **argv) {
     rc = fn(sub_argc, sub_argv);
     tg_try_end(&t);
   } else die_from_error();
+  if (ctx->sched_warning) fprintf(stderr, "tgc: warning: %s\n", ctx->sched_warning);
   uop_ctx_free(ctx);
   return rc;
 }

@@ -93,6 +93,13 @@ expect 0 "check --max-kernels 3" "$TGC" check "$G" --max-kernels 3
 expect 1 "check --json mismatch" "$TGC" check "$G" --kernels 2 --json
 contains "$tmp/out" '"ok":false' "check --json"
 expect 0 "check with switches" "$TGC" check "$G" --kernels 1 --fuse-arange=0 --dont-group-reduces --max-kernel-buffers=8
+lacks "$tmp/err" "warning" "no warning where tinygrad schedules"
+# a graph tinygrad cannot schedule (its split_reduceop splits the sum into itself without end under
+# REDUCEOP_SPLIT_THRESHOLD=64): tgc schedules it, and warns
+expect 0 "schedule where tinygrad splits without end" "$TGC" check testdata/split_endless.graph.json --kernels 1
+contains "$tmp/err" "tgc: warning: tinygrad 0.11.0 gives no schedule for this graph: with REDUCEOP_SPLIT_THRESHOLD=64" "endless split warning"
+expect 0 "the default threshold splits nothing" "$TGC" check testdata/split_endless.graph.json --kernels 1 --reduceop-split-threshold=32768
+lacks "$tmp/err" "warning" "no warning at the default threshold"
 
 # ---- compile / run ----
 # (run needs BUFFER data: $G has none, so it runs a numeric corpus graph and $G must exit 3)

@@ -76,7 +76,7 @@ static const char GRAPH_CYCLE[] =
   "ASSIGN\",\"dtype\":\"float\",\"src\":[4,11]},{\"id\":13,\"op\":\"SINK\",\"dtype\":\"void\",\"src\":[10,12]}],\""
   "sink\":13}";
 
-typedef struct Got { int kernels, nitems; char ops[8][16]; int err; char msg[1024]; } Got;
+typedef struct Got { int kernels, nitems; char ops[8][16]; int err; char msg[1024]; char warn[512]; } Got;
 
 /* schedule a graph given as text, in a fresh context */
 static Got schedule_text(const char *text) {
@@ -88,6 +88,7 @@ static Got schedule_text(const char *text) {
     Schedule *S = create_schedule(gr->sink);
     g.kernels = S->nkernels;
     g.nitems = S->nitems;
+    if (S->warning) snprintf(g.warn, sizeof g.warn, "%s", S->warning);
     for (int i = 0; i < S->nitems && i < 8; i++) snprintf(g.ops[i], sizeof g.ops[i], "%s", op_names[S->items[i].ast->op]);
     tg_try_end(&t);
   } else {
@@ -132,6 +133,23 @@ Test(schedule, assign_cycle_is_an_input_error) {
   cr_assert_eq(g.err, TG_EINPUT);
   cr_assert(strstr(g.msg, "cycle detected in graph, kernel for") != NULL, "%s", g.msg);
   cr_assert(strstr(g.msg, "must either depend on ASSIGN or BUFFER") != NULL, "%s", g.msg);
+}
+
+/* Tensor.empty(64).sum() under REDUCEOP_SPLIT_THRESHOLD=64: tinygrad's split_reduceop splits the sum
+ * into a sum of 64 again, without end (it runs out of memory); tgc leaves it unsplit and says so */
+Test(schedule, endless_split_is_left_unsplit_with_a_warning) {
+  FILE *f = fopen("testdata/split_endless.graph.json", "rb");
+  cr_assert(f != NULL);
+  static char text[1 << 14];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  Got g = schedule_text(text);
+  cr_assert_eq(g.err, 0, "%s", g.msg);
+  cr_assert_eq(g.kernels, 1);
+  cr_assert(strstr(g.warn, "with REDUCEOP_SPLIT_THRESHOLD=64, split_reduceop splits a reduce of 64 elements per output into itself") != NULL, "%s", g.warn);
+  Got plain = schedule_text(GRAPH_REDUCE_FUSE);
+  cr_assert_str_eq(plain.warn, "");
 }
 
 Test(schedule, stages_are_named) {

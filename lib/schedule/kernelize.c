@@ -117,9 +117,16 @@ static UOp *split_reduceop(const Match *m, void *ctx) {
     }
   }
   if (dim_to_split < 0) return NULL;
-  /* the whole reduce is the split axis: the second reduce would be this one again (tinygrad recurses
-   * without end here; only a REDUCEOP_SPLIT_THRESHOLD below 256 gets this far) */
-  if (px / prs.c == divisor) return NULL;
+  /* the whole reduce is the split axis: the second reduce would be this one again. tinygrad splits
+   * without end here (until it runs out of memory) and gives no schedule; only a
+   * REDUCEOP_SPLIT_THRESHOLD below 256 gets this far. tgc leaves the reduce unsplit, and says so. */
+  if (px / prs.c == divisor) {
+    if (!uctx->sched_warning)
+      uctx->sched_warning = arena_printf(ga(), "tinygrad 0.11.0 gives no schedule for this graph: with REDUCEOP_SPLIT_THRESHOLD=%lld, "
+                                         "split_reduceop splits a reduce of %lld elements per output into itself without end; "
+                                         "tgc leaves it unsplit", (long long)uctx->opt.reduceop_split_threshold, (long long)divisor);
+    return NULL;
+  }
   int n = xs.n;
   Sint *sh = arena_alloc(ga(), sizeof(Sint) * (size_t)(n + 2));
   int k = 0;

@@ -115,6 +115,7 @@ Schedule *create_schedule(UOp *sink) {
   Schedule *S = arena_alloc(ga(), sizeof *S);
   S->kernelize_map = get_kernelize_map(sink);
   S->kernelize_ms = tg_now_ms() - t0;
+  S->warning = uctx->sched_warning;
   /* the sink tensor.py builds after kernelize: the mapped uop of every source */
   UOp **ss = arena_alloc(ga(), sizeof(UOp *) * (size_t)(sink->nsrc + 1));
   for (int i = 0; i < sink->nsrc; i++) {

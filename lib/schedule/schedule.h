@@ -24,6 +24,7 @@ typedef struct Schedule {
   RMap kernelize_map;             /* tensor uop -> rewritten uop (rmap_get) */
   UOp *sched_sink;                /* kernelize_map[sink] */
   double kernelize_ms;            /* how long get_kernelize_map took (tinygrad's function of that name) */
+  const char *warning;            /* NULL, or why tinygrad 0.11.0 gives no schedule where this one was made (uctx->sched_warning) */
 } Schedule;
 
 /* named stages for `tgc dump --stage NAME` */

@@ -224,6 +224,7 @@ typedef struct UCtx {
   uint32_t rw_epoch;           /* lib/rewrite: the last graph rewrite's epoch (UOp.rw_epoch) */
   int rw_depth; uint32_t rw_open[32]; /* lib/rewrite: the epochs of the rewrites now running, outermost first */
   size_t maps_peak;            /* lib/schedule: peak bytes of kernelize's pass maps (their own arenas; for bench) */
+  const char *sched_warning;   /* lib/schedule: the first place where tgc gives a result tinygrad 0.11.0 does not give (NULL: none) */
 } UCtx;
 extern _Thread_local UCtx *uctx;                /* the current context */
 UCtx *uop_ctx_new(void);                        /* creates and makes current */
