@@ -18,7 +18,7 @@ CLI:  randgraph.py OUTDIR --seeds A:B [--numeric] [--ops N] [--extended] [--opti
 Needs tinygrad 0.11.0 and numpy.
 """
 from __future__ import annotations
-import argparse, os, pathlib, random, sys, traceback
+import argparse, gc, os, pathlib, random, sys, traceback, weakref
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 os.environ.setdefault("CPU", "1")  # tinygrad's default device must be the CPU for --numeric outputs; DEV=... in the env overrides
@@ -227,6 +227,13 @@ def make_one(out:pathlib.Path, name:str, seed:int, a) -> bool:
     with tgc_graph.options(opts):
       outs = g.program()
       tgc_graph.export(outs, out / f"{name}.graph.json", with_data="inline" if a.numeric else False)
+    # the oracle must see the graph file alone: a program's UOps still alive would come back from the
+    # load (UOps are hash-consed) with the metadata tinygrad gave them while the program ran
+    # (tinygrad's all_metadata), which the file need not hold
+    probe = weakref.ref(outs[0].uop)
+    del outs, g
+    gc.collect()
+    if probe() is not None: raise RuntimeError("the program's graph outlived its export")
     doc = tgc_graph.oracle(out / f"{name}.graph.json", outputs=None)
     (out / f"{name}.expect.json").write_text(tgc_graph._dumps(doc))
     return True
