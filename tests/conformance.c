@@ -114,17 +114,21 @@ static bool check_bufs_meta(Schedule *S, Graph *g, const char *expect, Result *r
       }
     }
     if (b && r->bufs_ok) { r->bufs_ok = 0; if (!r->reason[0]) snprintf(r->reason, sizeof r->reason, "bufs: item %d: fewer buffers", i); }
-    int nm = cJSON_GetArraySize(md), mi = 0;
-    bool mok = nm == si->meta.n;
-    for (const cJSON *e = md ? md->child : NULL; mok && e; e = e->next, mi++) {
+    /* the first entry that differs (name, caller, backward), or bad = -1 */
+    int nm = cJSON_GetArraySize(md), bad = -1, mi = 0;
+    const char *want_name = NULL;
+    for (const cJSON *e = md ? md->child : NULL; e && mi < si->meta.n && bad < 0; e = e->next, mi++) {
       const Meta *m = si->meta.m[mi];
-      if (strcmp(m->name, cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring) ||
-          strcmp(m->caller, cJSON_GetObjectItemCaseSensitive(e, "caller")->valuestring) ||
-          m->backward != cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "backward"))) mok = false;
+      want_name = cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring;
+      if (strcmp(m->name, want_name) || strcmp(m->caller, cJSON_GetObjectItemCaseSensitive(e, "caller")->valuestring) ||
+          m->backward != cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "backward"))) bad = mi;
     }
-    if (!mok && r->meta_ok) {
+    if ((bad >= 0 || nm != si->meta.n) && r->meta_ok) {
       r->meta_ok = 0;
-      if (!r->reason[0]) snprintf(r->reason, sizeof r->reason, "metadata: item %d: got %d entries, want %d", i, si->meta.n, nm);
+      if (!r->reason[0] && bad >= 0)
+        snprintf(r->reason, sizeof r->reason, "metadata: item %d entry %d: got %s, want %s", i, bad, si->meta.m[bad]->name, want_name);
+      else if (!r->reason[0])
+        snprintf(r->reason, sizeof r->reason, "metadata: item %d: got %d entries, want %d", i, si->meta.n, nm);
     }
     it = it->next;
   }
