@@ -329,6 +329,7 @@ static int cmd_check(int argc, char **argv) {
       cJSON_AddItemToArray(items, it);
     }
     cJSON_AddItemToObject(o, "items", items);
+    if (s->warning) cJSON_AddStringToObject(o, "warning", s->warning);
     write_out(NULL, json_print_free(ga(), o));
   }
   if (ok) return 0;

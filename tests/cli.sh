@@ -98,6 +98,8 @@ lacks "$tmp/err" "warning" "no warning where tinygrad schedules"
 # REDUCEOP_SPLIT_THRESHOLD=64): tgc schedules it, and warns
 expect 0 "schedule where tinygrad splits without end" "$TGC" check testdata/split_endless.graph.json --kernels 1
 contains "$tmp/err" "tgc: warning: tinygrad 0.11.0 gives no schedule for this graph: with REDUCEOP_SPLIT_THRESHOLD=64" "endless split warning"
+expect 0 "check --json where tinygrad splits without end" "$TGC" check testdata/split_endless.graph.json --kernels 1 --json
+contains "$tmp/out" '"warning":"tinygrad 0.11.0 gives no schedule for this graph' "check --json warning"
 expect 0 "the default threshold splits nothing" "$TGC" check testdata/split_endless.graph.json --kernels 1 --reduceop-split-threshold=32768
 lacks "$tmp/err" "warning" "no warning at the default threshold"
 
