@@ -12,7 +12,9 @@ model code makes: integer arithmetic and bit ops, bitcasts, in-place assign and 
 shrink, detach, one_hot, half reductions, programs sharded over two CPUs (MULTI), and a backward pass
 (gradients of a scalar loss with respect to some inputs). For each seed the program's sink goes through
 tools/tgc_graph.py export (NAME.graph.json) and oracle (NAME.expect.json), and the folder can then be
-scored with `build/conformance DIR` (or ../shared/tools/score.py).
+scored with `build/conformance DIR` (or ../shared/tools/score.py). Each seed runs in a forked child
+(a fresh tinygrad, so its files depend on the seed alone) under memory and CPU-time limits, and the
+oracle runs only once the program's own tensors are gone, so it sees what the file holds.
 
 CLI:  randgraph.py OUTDIR --seeds A:B [--numeric] [--ops N] [--extended] [--options] [--mem-limit-gb G] [--cpu-limit-s S]
 Needs tinygrad 0.11.0 and numpy.
