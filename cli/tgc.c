@@ -234,6 +234,10 @@ static _Noreturn void bad_option(int c, char **argv) {
 }
 
 /* ---- running library code ---- */
+/* where the scheduler made kernels that tinygrad 0.11.0 does not make (it gives no schedule there) */
+static void print_warning(const UCtx *ctx) {
+  if (ctx->sched_warning) fprintf(stderr, "tgc: warning: %s\n", ctx->sched_warning);
+}
 static _Noreturn void die_from_error(void) {
   int code = tg_last_error.code;
   if (code == TG_EINTERNAL) fprintf(stderr, "tgc: internal error: %s\n", tg_last_error.msg);
@@ -644,8 +648,11 @@ int main(int argc, char **argv) {
   if (TG_TRY(t)) {
     rc = fn(sub_argc, sub_argv);
     tg_try_end(&t);
-  } else die_from_error();
-  if (ctx->sched_warning) fprintf(stderr, "tgc: warning: %s\n", ctx->sched_warning);
+  } else {
+    print_warning(ctx); /* before the error: the schedule it was made for came first */
+    die_from_error();
+  }
+  print_warning(ctx);
   uop_ctx_free(ctx);
   return rc;
 }
