@@ -89,18 +89,21 @@ conformance: $(BUILD)/tgc $(BUILD)/conformance
 # randcheck: differential test on graphs the corpus does not hold: tools/randgraph.py writes seeded
 # random tinygrad programs with tinygrad's own schedule (and, for the numeric set, its outputs), and
 # tgc must match every one exactly; the extended sets add integer/bit ops, bitcasts, assigns,
-# Variables, sharding over two CPUs and gradients (randgraph.py --extended)
+# Variables, sharding over two CPUs and gradients (randgraph.py --extended), and the options set
+# also draws the scheduler switches per seed (FUSE_ARANGE, SPLIT_REDUCEOP and its thresholds, ...)
 RAND_SEEDS ?= 0:200
 RAND_NUMERIC_SEEDS ?= 0:100
 RAND_EXT_SEEDS ?= 0:200
 RAND_EXT_NUMERIC_SEEDS ?= 0:60
-RAND_DIRS = $(BUILD)/rand/schedule $(BUILD)/rand/numeric $(BUILD)/rand/ext $(BUILD)/rand/ext_numeric
+RAND_OPT_SEEDS ?= 0:150
+RAND_DIRS = $(BUILD)/rand/schedule $(BUILD)/rand/numeric $(BUILD)/rand/ext $(BUILD)/rand/ext_numeric $(BUILD)/rand/options
 randcheck: $(BUILD)/tgc $(BUILD)/conformance
 	@rm -rf $(RAND_DIRS)
 	python3 tools/randgraph.py $(BUILD)/rand/schedule --seeds $(RAND_SEEDS) --ops 14
 	python3 tools/randgraph.py $(BUILD)/rand/numeric --seeds $(RAND_NUMERIC_SEEDS) --ops 10 --numeric
 	python3 tools/randgraph.py $(BUILD)/rand/ext --seeds $(RAND_EXT_SEEDS) --ops 14 --extended
 	python3 tools/randgraph.py $(BUILD)/rand/ext_numeric --seeds $(RAND_EXT_NUMERIC_SEEDS) --ops 10 --extended --numeric
+	python3 tools/randgraph.py $(BUILD)/rand/options --seeds $(RAND_OPT_SEEDS) --ops 16 --extended --options
 	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 $(CONFORMANCE_BARS) $(RAND_DIRS)
 
 # upstream: tinygrad 0.11.0's own tests as a differential test (tools/upstream_tests.py): fetches its
