@@ -78,13 +78,13 @@ static const char GRAPH_CYCLE[] =
 
 typedef struct Got { int kernels, nitems; char ops[8][16]; int err; char msg[1024]; char warn[512]; } Got;
 
-/* schedule a graph given as text, in a fresh context */
-static Got schedule_text(const char *text) {
+/* schedule a graph given as text, or else read from path, in a fresh context */
+static Got schedule_graph(const char *text, const char *path) {
   Got g = {0};
   UCtx *c = uop_ctx_new();
   TgTry t;
   if (TG_TRY(t)) {
-    Graph *gr = graph_read_mem("unit", text, strlen(text), ".");
+    Graph *gr = text ? graph_read_mem("unit", text, strlen(text), ".") : graph_read_file(path);
     Schedule *S = create_schedule(gr->sink);
     g.kernels = S->nkernels;
     g.nitems = S->nitems;
@@ -99,6 +99,7 @@ static Got schedule_text(const char *text) {
   uop_ctx_free(c);
   return g;
 }
+static Got schedule_text(const char *text) { return schedule_graph(text, NULL); }
 
 Test(schedule, single_elementwise_is_one_kernel) {
   Got g = schedule_text(GRAPH_ELEMENTWISE);
@@ -138,13 +139,7 @@ Test(schedule, assign_cycle_is_an_input_error) {
 /* Tensor.empty(64).sum() under REDUCEOP_SPLIT_THRESHOLD=64: tinygrad's split_reduceop splits the sum
  * into a sum of 64 again, without end (it runs out of memory); tgc leaves it unsplit and says so */
 Test(schedule, endless_split_is_left_unsplit_with_a_warning) {
-  FILE *f = fopen("testdata/split_endless.graph.json", "rb");
-  cr_assert(f != NULL);
-  static char text[1 << 14];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[n] = 0;
-  Got g = schedule_text(text);
+  Got g = schedule_graph(NULL, "testdata/split_endless.graph.json");
   cr_assert_eq(g.err, 0, "%s", g.msg);
   cr_assert_eq(g.kernels, 1);
   cr_assert(strstr(g.warn, "with REDUCEOP_SPLIT_THRESHOLD=64, split_reduceop splits a reduce of 64 elements per output into itself") != NULL, "%s", g.warn);
