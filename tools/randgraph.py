@@ -240,14 +240,15 @@ def make_one(out:pathlib.Path, name:str, seed:int, a) -> bool:
     (out / f"{name}.expect.json").write_text(tgc_graph._dumps(doc))
     return True
   except Exception as e:  # a program tinygrad itself refuses is skipped, not a tgc failure
-    drop(out, name)
-    print(f"{name}: skipped ({type(e).__name__}: {str(e)[:120]})", file=sys.stderr)
+    skip(out, name, f"{type(e).__name__}: {str(e)[:120]}")
     if os.environ.get("RANDGRAPH_TRACE"): traceback.print_exc()
     return False
 
-def drop(out:pathlib.Path, name:str):
+def skip(out:pathlib.Path, name:str, why:str):
+  """a seed with no graph: its files (if any were written) are removed, and why is said"""
   for f in (out / f"{name}.graph.json", out / f"{name}.expect.json"):
     if f.exists(): f.unlink()
+  print(f"{name}: skipped ({why})", file=sys.stderr)
 
 def make_one_limited(out:pathlib.Path, name:str, seed:int, a) -> bool:
   """make_one in a forked child under memory and CPU-time limits. Some option sets send tinygrad into
@@ -266,15 +267,13 @@ def make_one_limited(out:pathlib.Path, name:str, seed:int, a) -> bool:
       resource.setrlimit(resource.RLIMIT_CPU, (a.cpu_limit_s, a.cpu_limit_s + 5))
       code = 0 if make_one(out, name, seed, a) else 1
     except BaseException as e:
-      drop(out, name)
-      print(f"{name}: skipped ({type(e).__name__}: {str(e)[:120]})", file=sys.stderr)
+      skip(out, name, f"{type(e).__name__}: {str(e)[:120]}")
     finally:
       sys.stdout.flush(); sys.stderr.flush()
       os._exit(code)
   _, status = os.waitpid(pid, 0)
   if os.WIFSIGNALED(status):
-    drop(out, name)
-    print(f"{name}: skipped (killed by signal {os.WTERMSIG(status)}: over {a.mem_limit_gb:g} GB or {a.cpu_limit_s} s of CPU)", file=sys.stderr)
+    skip(out, name, f"killed by signal {os.WTERMSIG(status)}: over {a.mem_limit_gb:g} GB or {a.cpu_limit_s} s of CPU")
   return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 def main(argv=None) -> int:
