@@ -111,16 +111,16 @@ randcheck: $(BUILD)/tgc $(BUILD)/conformance
 # a few more need torch) recording every schedule they make with its inputs, asks tinygrad for each
 # graph's kernels and values, and scores tgc on all of them; graphs tinygrad refuses must be refused.
 # UPSTREAM_DATA=0 records the schedules alone (no values: fast); UPSTREAM_BARS sets the pass bars;
-# UPSTREAM_EXACT=1 runs the kernels with float sums in tinygrad's order (tgc run --exact)
+# UPSTREAM_FAST_SUMS=1 runs the kernels with vectorized float sums (tgc run --fast-sums)
 UPSTREAM_DIR ?= $(BUILD)/upstream
 UPSTREAM_TESTS ?=
 UPSTREAM_DATA ?= 1
 UPSTREAM_BARS ?=
-UPSTREAM_EXACT ?= 0
+UPSTREAM_FAST_SUMS ?= 0
 upstream: $(BUILD)/tgc $(BUILD)/conformance
 	@rm -rf $(UPSTREAM_DIR)
 	python3 tools/upstream_tests.py $(UPSTREAM_DIR) $(if $(filter 1,$(UPSTREAM_DATA)),--data) --tgc $(BUILD)/tgc --src $(BUILD)/upstream-src $(if $(UPSTREAM_TESTS),--tests $(UPSTREAM_TESTS))
-	$(BUILD)/conformance $(if $(filter 1,$(UPSTREAM_DATA)),--numeric cpu) $(if $(filter 1,$(UPSTREAM_EXACT)),--exact) $(UPSTREAM_BARS) $(UPSTREAM_DIR)
+	$(BUILD)/conformance $(if $(filter 1,$(UPSTREAM_DATA)),--numeric cpu) $(if $(filter 1,$(UPSTREAM_FAST_SUMS)),--fast-sums) $(UPSTREAM_BARS) $(UPSTREAM_DIR)
 
 pytest: $(BUILD)/tgc
 	TGC=$(BUILD)/tgc TGC_ORACLE=$(ORACLE) python3 -m pytest -q tests/test_schemas.py tests/test_tools.py

@@ -94,9 +94,11 @@ static const char compile_help[] =
   "                       and its .npy data files (include it; see testdata/make/Makefile)\n"
   "      --threads=N      -t c: split each kernel's outer loop over threads with OpenMP (0: as many\n"
   "                       as OMP_NUM_THREADS or the cores at run time; default 1, no OpenMP)\n"
-  "      --exact          -t c: every float sum in tinygrad's order, as its CPU backend adds: the\n"
-  "                       values are tinygrad's bits; reductions run slower (without it, --threads\n"
-  "                       kernels vectorize float sums, which reorders their additions)\n"
+  "      --fast-sums      -t c: let --threads kernels vectorize float sums, which reorders their\n"
+  "                       additions: reductions run up to 3x faster, the values differ from\n"
+  "                       tinygrad's by rounding, more where a sum cancels (default: every float sum\n"
+  "                       in tinygrad's order, as its CPU backend adds, so the values are its bits)\n"
+  "      --exact          -t c: the default, sums in tinygrad's order (undoes an earlier --fast-sums)\n"
   "      --noopt          no kernel opts (tinygrad's NOOPT=1 loops); default: tinygrad's\n"
   "                       hand_coded_optimizations per kernel (UPCAST, UNROLL; on opencl and cuda\n"
   "                       also LOCAL, GROUP, GROUPTOP)\n"
@@ -118,10 +120,11 @@ static const char run_help[] =
   "      --expect=FILE      compare the outputs with an expect file's outputs (exit 1 on mismatch)\n"
   "      --threads=N        split each CPU kernel's outer loop over N threads (default: all cores;\n"
   "                         1 runs serially)\n"
-  "      --exact            every float sum in tinygrad's order, as its CPU backend adds: the values\n"
-  "                         are tinygrad's bits; reductions run slower (by default the CPU kernels\n"
-  "                         vectorize float sums, which reorders their additions: the values differ\n"
-  "                         from tinygrad's by rounding, more where a sum cancels)\n"
+  "      --fast-sums        let CPU kernels vectorize float sums, which reorders their additions:\n"
+  "                         reductions run up to 3x faster, the values differ from tinygrad's by\n"
+  "                         rounding, more where a sum cancels (default: every float sum in\n"
+  "                         tinygrad's order, as its CPU backend adds, so the values are its bits)\n"
+  "      --exact            the default, sums in tinygrad's order (undoes an earlier --fast-sums)\n"
   "      --noopt            no kernel opts (tinygrad's NOOPT=1 loops)\n"
   "      --opts=LIST        these opts for every kernel (see tgc compile --help)\n"
   "      --repeat=N         after the first run, run the schedule N more times and print the median\n"
@@ -171,7 +174,7 @@ static void print_help(const char *text, bool with_switches) {
 enum {
   O_FUSE_ARANGE = 256, O_FUSE_CONV_BW, O_SPLIT_REDUCEOP, O_RS_THRESHOLD, O_RS_SIZE, O_DONT_REALIZE_EXPAND,
   O_DONT_GROUP_REDUCES, O_MAX_KERNEL_BUFFERS, O_KERNELS, O_MAX_KERNELS, O_JSON, O_INPUT, O_EXPECT, O_STAGE,
-  O_LIST_STAGES, O_VERSION, O_DEPS, O_THREADS, O_REPEAT, O_PROFILE, O_BEAM, O_NOOPT, O_OPTS, O_EXACT,
+  O_LIST_STAGES, O_VERSION, O_DEPS, O_THREADS, O_REPEAT, O_PROFILE, O_BEAM, O_NOOPT, O_OPTS, O_EXACT, O_FAST_SUMS,
 };
 #define SWITCH_OPTS                                                                                     \
   {"fuse-arange", required_argument, 0, O_FUSE_ARANGE}, {"fuse-conv-bw", required_argument, 0, O_FUSE_CONV_BW}, \
@@ -394,6 +397,7 @@ static int cmd_compile(int argc, char **argv) {
                                      {"deps", no_argument, 0, O_DEPS}, {"threads", required_argument, 0, O_THREADS},
                                      {"noopt", no_argument, 0, O_NOOPT}, {"opts", required_argument, 0, O_OPTS},
                                      {"beam", required_argument, 0, O_BEAM}, {"exact", no_argument, 0, O_EXACT},
+                                     {"fast-sums", no_argument, 0, O_FAST_SUMS},
                                      {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
   Overrides ov = {{0}, {0}};
   const char *target = NULL, *out = NULL;
@@ -411,7 +415,7 @@ static int cmd_compile(int argc, char **argv) {
     case 'o': out = optarg; break;
     case O_DEPS: deps = true; break;
     case O_THREADS: driver_compile_threads((int)parse_num("threads", optarg, 0, 1024)); break;
-    case O_EXACT: driver_compile_exact(true); break;
+    case O_EXACT: case O_FAST_SUMS: driver_compile_fast_sums(c == O_FAST_SUMS); break;
     case O_NOOPT: case O_OPTS: take_opts(c, optarg); opts_given = true; break;
     case O_BEAM: beam = (int)parse_num("beam", optarg, 0, 64); break;
     case 'h': print_help(compile_help, true); return 0;
@@ -451,7 +455,7 @@ static int cmd_run(int argc, char **argv) {
                                      {"threads", required_argument, 0, O_THREADS}, {"repeat", required_argument, 0, O_REPEAT},
                                      {"profile", no_argument, 0, O_PROFILE}, {"beam", required_argument, 0, O_BEAM},
                                      {"noopt", no_argument, 0, O_NOOPT}, {"opts", required_argument, 0, O_OPTS},
-                                     {"exact", no_argument, 0, O_EXACT},
+                                     {"exact", no_argument, 0, O_EXACT}, {"fast-sums", no_argument, 0, O_FAST_SUMS},
                                      {"help", no_argument, 0, 'h'}, SWITCH_OPTS, {0, 0, 0, 0}};
   DriverRunOpts ro = {0, 0, false, 0, stderr, false};
   Overrides ov = {{0}, {0}};
@@ -485,7 +489,7 @@ static int cmd_run(int argc, char **argv) {
     case O_THREADS: ro.threads = (int)parse_num("threads", optarg, 1, 1024); break;
     case O_REPEAT: ro.repeat = (int)parse_num("repeat", optarg, 0, 1000000); break;
     case O_PROFILE: ro.profile = true; break;
-    case O_EXACT: ro.exact = true; break;
+    case O_EXACT: case O_FAST_SUMS: ro.fast_sums = c == O_FAST_SUMS; break;
     case O_BEAM: ro.beam = (int)parse_num("beam", optarg, 0, 64); break;
     case O_NOOPT: case O_OPTS: take_opts(c, optarg); opts_given = true; break;
     case 'h': print_help(run_help, true); return 0;

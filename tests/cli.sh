@@ -121,19 +121,20 @@ contains "$tmp/err" "schedule run 1 more times: median" "run --profile reruns on
 contains "$tmp/err" "    0  r_64_48_96" "run --profile names the kernel"
 contains "$tmp/err" "all items" "run --profile sums the items"
 expect 0 "run --threads 2" "$TGC" run "$M" -d cpu -o "$tmp/r2" --threads 2 --expect "${M%.graph.json}.expect.json"
-# --exact: testdata/exact/cancel_sums sums rows that cancel, so the order of the additions decides
-# the values: tinygrad's with --exact, not with the default vectorized sums (exit 1, outputs differ);
-# the bundle's kernels lose their simd reductions too
+# --fast-sums: testdata/exact/cancel_sums sums rows that cancel, so the order of the additions decides
+# the values: tinygrad's by default (and with --exact, which names the default), not with vectorized
+# sums (exit 1, outputs differ); the bundle's kernels get simd reductions only with --fast-sums
 X=testdata/exact/cancel_sums.graph.json
-expect 0 "run --exact" "$TGC" run "$X" -d cpu -o "$tmp/rx" --exact --expect "${X%.graph.json}.expect.json"
-expect 1 "run without --exact" "$TGC" run "$X" -d cpu -o "$tmp/rx2" --expect "${X%.graph.json}.expect.json"
-contains "$tmp/err" "outputs differ" "default sums reorder"
+expect 0 "run in tinygrad's order by default" "$TGC" run "$X" -d cpu -o "$tmp/rx" --expect "${X%.graph.json}.expect.json"
+expect 0 "run --exact" "$TGC" run "$X" -d cpu -o "$tmp/rx" --fast-sums --exact --expect "${X%.graph.json}.expect.json"
+expect 1 "run --fast-sums" "$TGC" run "$X" -d cpu -o "$tmp/rx2" --fast-sums --expect "${X%.graph.json}.expect.json"
+contains "$tmp/err" "outputs differ" "fast sums reorder"
 expect 0 "compile --threads 0" "$TGC" compile "$X" -t c -o "$tmp/cx" --threads 0
 cat "$tmp"/cx/r_*.c >"$tmp/cx.c"
-contains "$tmp/cx.c" "omp simd reduction" "compile --threads vectorizes sums"
-expect 0 "compile --exact --threads 0" "$TGC" compile "$X" -t c -o "$tmp/cx2" --threads 0 --exact
+lacks "$tmp/cx.c" "omp simd reduction" "compile keeps sums in order by default"
+expect 0 "compile --fast-sums --threads 0" "$TGC" compile "$X" -t c -o "$tmp/cx2" --threads 0 --fast-sums
 cat "$tmp"/cx2/r_*.c >"$tmp/cx2.c"
-lacks "$tmp/cx2.c" "omp simd reduction" "compile --exact keeps sums in order"
+contains "$tmp/cx2.c" "omp simd reduction" "compile --fast-sums vectorizes sums"
 # --beam: the search reports its pick, the second run reads it from the cache (no report), the
 # bundle gets the same opts; --beam is CPU-only and not with --opts/--noopt
 export XDG_CACHE_HOME="$tmp/cache"

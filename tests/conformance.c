@@ -7,11 +7,11 @@
  * in one case is reported as that case's failure and the run goes on.
  *
  *   conformance [-v] [--count-bar F] [--ast-bar F] [--order-bar F] [--bufs-bar F] [--meta-bar F]
- *               [--timeout S] [--only SUBSTR] [--show NAME] [--exact] DIR...
+ *               [--timeout S] [--only SUBSTR] [--show NAME] [--fast-sums] DIR...
  * Two more columns check each KERNEL's buffers (DEFINE_GLOBAL order, size, dtype, device, input
  * UNIQUE or first-appearance order of new buffers) and metadata against the expect file;
  * with --numeric cpu, cases whose expect file has `outputs` also run on the CPU runtime (lib/driver,
- * what `tgc run --expect` does) and score the numeric column (--exact: as `tgc run --exact`). --show NAME prints the ASTs of matching cases.
+ * what `tgc run --expect` does) and score the numeric column (--fast-sums: as `tgc run --fast-sums`). --show NAME prints the ASTs of matching cases.
  * Exits 1 when a rate over all folders is below its bar, 2 on bad usage. */
 #include "driver/driver.h"
 #include "io/graph.h"
@@ -244,7 +244,7 @@ static void usage(int status) {
   FILE *f = status ? stderr : stdout;
   if (status) { fprintf(f, "conformance: try 'conformance --help'\n"); exit(status); }
   fprintf(f, "usage: conformance [-v] [--count-bar F] [--ast-bar F] [--order-bar F] [--bufs-bar F] [--meta-bar F]\n"
-             "                   [--numeric cpu|opencl|cuda] [--numeric-bar F] [--timeout S] [--only SUBSTR] [--show NAME] [--exact] DIR...\n"
+             "                   [--numeric cpu|opencl|cuda] [--numeric-bar F] [--timeout S] [--only SUBSTR] [--show NAME] [--fast-sums] DIR...\n"
              "Scores create_schedule against the oracle's NAME.graph.json / NAME.expect.json pairs in each DIR.\n");
   exit(0);
 }
@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
   static const struct option longopts[] = {
     {"count-bar", required_argument, 0, 'c'}, {"ast-bar", required_argument, 0, 'a'}, {"order-bar", required_argument, 0, 'o'},
     {"bufs-bar", required_argument, 0, 'b'}, {"meta-bar", required_argument, 0, 'm'}, {"timeout", required_argument, 0, 't'}, {"only", required_argument, 0, 'O'}, {"show", required_argument, 0, 's'},
-    {"numeric", required_argument, 0, 'N'}, {"numeric-bar", required_argument, 0, 'B'}, {"exact", no_argument, 0, 'X'}, {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    {"numeric", required_argument, 0, 'N'}, {"numeric-bar", required_argument, 0, 'B'}, {"fast-sums", no_argument, 0, 'X'}, {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
   double count_bar = 0, ast_bar = 0, order_bar = 0, bufs_bar = 0, meta_bar = 0, numeric_bar = 0;
   int timeout = 60, verbose = 0, ch;
   const char *only = NULL, *show = NULL;

@@ -168,9 +168,10 @@ static int count_str(const char *s, const char *what) {
   return n;
 }
 /* loop fission (render/loops.c): the row sum r_1024_64 of testdata/numeric/row_reductions under
- * UPCAST:0:4,UNROLL:0:4 keeps four rows in one reduce loop; with simd reductions (an OpenMP build)
- * it is four loops, one accumulator each, reading scalars the compiler widens; serial C keeps one
- * loop and its float4 loads. The values are checked by make conformance (testdata/numeric). */
+ * UPCAST:0:4,UNROLL:0:4 keeps four rows in one reduce loop; with simd reductions (an OpenMP build
+ * with fast_sums) it is four loops, one accumulator each, reading scalars the compiler widens; serial
+ * C, and an OpenMP build by default (sums in tinygrad's order), keep one loop and its float4 loads.
+ * The values are checked by make conformance (testdata/numeric). */
 Test(codegen, fission_row_sums) {
   UCtx *c = uop_ctx_new();
   const Program *ps[16];
@@ -178,6 +179,7 @@ Test(codegen, fission_row_sums) {
   cr_assert_str_eq(ps[0]->name, "r_1024_64");
   cr_expect_str_eq(kopt_format(ga(), ps[0]->nopts, ps[0]->opts), "UPCAST:0:4,UNROLL:0:4");
   RenderBackend omp = render_c_threads(0);
+  omp.fast_sums = true;
   char *src = render_kernel(ga(), ps[0], &omp);
   cr_expect_eq(count_str(src, "#pragma omp simd reduction(+:"), 4, "%s", src);
   for (int k = 0; k < 4; k++) {
@@ -190,6 +192,10 @@ Test(codegen, fission_row_sums) {
   char *serial = render_kernel(ga(), ps[0], &render_c);
   cr_expect_eq(count_str(serial, "for (int ridx"), 2, "%s", serial);
   cr_expect(strstr(serial, "tg_f4 vec") != NULL, "%s", serial);
+  RenderBackend ordered = render_c_threads(0);
+  char *osrc = render_kernel(ga(), ps[0], &ordered);
+  cr_expect_eq(count_str(osrc, "omp simd reduction"), 0, "%s", osrc);
+  cr_expect_eq(count_str(osrc, "for (int ridx"), 2, "%s", osrc);
   uop_ctx_free(c);
 }
 /* reduce_collapse (codegen/reduce.c): in testdata/numeric/reduce_collapse the embedding lookup, the

@@ -13,7 +13,8 @@ the workload. Then, in the same run:
 After one warm-up each. The machine is noisy: compare the ratios (peer time / tgc time).
 A plain copy of 16M floats in numpy measures the memory bandwidth the GB/s column is judged by.
 
-With --exact the tgc columns run `tgc run --exact` (float sums in tinygrad's order, its exact values).
+tgc's kernels add every float sum in tinygrad's order (its exact values), as `tgc run` does by
+default; with --fast-sums the tgc columns run `tgc run --fast-sums` (vectorized sums, reordered).
 
 With --beam N a second tgc column times the same graph under `tgc run --beam N` (each kernel's
 opts chosen by timing candidates on this CPU; the first run searches, later runs read the cache).
@@ -21,7 +22,7 @@ opts chosen by timing candidates on this CPU; the first run searches, later runs
 With --rounds R every cell (and the copy line, before each workload) is measured R times, the
 peers interleaved, and the medians are reported: on a shared 2-core VM one round can be 2x off.
 
-  kbench.py [--tgc build/tgc] [--repeat N] [--threads T] [--beam N] [--exact] [--rounds R] [--only NAME,...] [--json FILE]
+  kbench.py [--tgc build/tgc] [--repeat N] [--threads T] [--beam N] [--fast-sums] [--rounds R] [--only NAME,...] [--json FILE]
 """
 from __future__ import annotations
 import argparse, json, math, os, pathlib, re, statistics, subprocess, sys, tempfile, time
@@ -123,11 +124,11 @@ def tg_runner(outs, repeat):
   return median_ms(run, repeat)
 
 
-def tgc_time(tgc, graph, repeat, threads, outdir, beam=0, exact=False):
+def tgc_time(tgc, graph, repeat, threads, outdir, beam=0, fast_sums=False):
   settle()
   cmd = [tgc, "run", str(graph), "-d", "cpu", "-o", str(outdir), "--repeat", str(repeat)]
   if threads: cmd += ["--threads", str(threads)]
-  if exact: cmd += ["--exact"]
+  if fast_sums: cmd += ["--fast-sums"]
   if beam: cmd += ["--beam", str(beam)]
   p = subprocess.run(cmd, capture_output=True, text=True)
   if p.returncode: raise RuntimeError(f"{' '.join(cmd)}: exit {p.returncode}: {p.stderr.strip()}")
@@ -142,7 +143,7 @@ def main(argv=None):
   ap.add_argument("--repeat", type=int, default=10)
   ap.add_argument("--threads", type=int, default=0, help="tgc --threads (0: all cores)")
   ap.add_argument("--beam", type=int, default=0, help="also time tgc run --beam N")
-  ap.add_argument("--exact", action="store_true", help="tgc runs with --exact (float sums in tinygrad's order)")
+  ap.add_argument("--fast-sums", action="store_true", help="tgc runs with --fast-sums (vectorized float sums, reordered)")
   ap.add_argument("--only", default="")
   ap.add_argument("--mnist-batch", type=int, default=128)
   ap.add_argument("--rounds", type=int, default=1, help="measure every cell this many times, interleaved, and report medians")
@@ -167,8 +168,8 @@ def main(argv=None):
     cells = []
     for _ in range(a.rounds):  # rounds interleave the peers, so a noisy stretch hits all of them
       copies.append(median_ms(lambda: np.copyto(dst, src), a.repeat))
-      cells.append((tgc_time(a.tgc, g, a.repeat, a.threads, tmp / name, exact=a.exact),
-                    tgc_time(a.tgc, g, a.repeat, a.threads, tmp / name, a.beam, a.exact) if a.beam else None,
+      cells.append((tgc_time(a.tgc, g, a.repeat, a.threads, tmp / name, fast_sums=a.fast_sums),
+                    tgc_time(a.tgc, g, a.repeat, a.threads, tmp / name, a.beam, a.fast_sums) if a.beam else None,
                     tg_runner([tg_fn(*[Tensor(x).realize() for x in arrs])], a.repeat),
                     median_ms(lambda: np_fn(*arrs), a.repeat) if np_fn else None))
     t_tgc, t_beam, t_tg, t_np = (med([c[k] for c in cells]) if cells[0][k] is not None else None for k in range(4))
@@ -181,8 +182,8 @@ def main(argv=None):
     tgc_graph.export(step(), g, with_data="npy")
     cells = []
     for _ in range(a.rounds):
-      cells.append((tgc_time(a.tgc, g, a.repeat, a.threads, tmp / "mnist", exact=a.exact),
-                    tgc_time(a.tgc, g, a.repeat, a.threads, tmp / "mnist", a.beam, a.exact) if a.beam else None,
+      cells.append((tgc_time(a.tgc, g, a.repeat, a.threads, tmp / "mnist", fast_sums=a.fast_sums),
+                    tgc_time(a.tgc, g, a.repeat, a.threads, tmp / "mnist", a.beam, a.fast_sums) if a.beam else None,
                     tg_runner(step(), a.repeat)))
     rows.append((f"mnist_step_b{a.mnist_batch}", med([c[0] for c in cells]), med([c[2] for c in cells]), None, None, None,
                  med([c[1] for c in cells]) if a.beam else None))

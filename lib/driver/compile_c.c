@@ -45,10 +45,10 @@ static int64_t item_var(const SchedItem *si, const VarVals *vv, const Program *p
 }
 
 static int compile_threads = 1, compile_beam = 0;
-static bool compile_exact;
+static bool compile_fast_sums;
 static FILE *compile_log;
 void driver_compile_threads(int threads) { compile_threads = threads; }
-void driver_compile_exact(bool exact) { compile_exact = exact; }
+void driver_compile_fast_sums(bool fast_sums) { compile_fast_sums = fast_sums; }
 void driver_compile_beam(int beam, FILE *log) { compile_beam = beam, compile_log = log; }
 
 void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
@@ -58,7 +58,7 @@ void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
   if (brt) {
     long nc = sysconf(_SC_NPROCESSORS_ONLN);
     brt->threads = compile_threads > 0 ? compile_threads : nc > 0 ? (int)nc : 1;
-    brt->exact = compile_exact;
+    brt->fast_sums = compile_fast_sums;
     brt->log = compile_log;
   }
   /* lower each distinct kernel AST once, in schedule order */
@@ -285,7 +285,7 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
   Arena *a = ga();
   ModelPlan mp;
   RenderBackend cbe = render_c_threads(compile_threads);
-  cbe.exact = compile_exact;
+  cbe.fast_sums = compile_fast_sums;
   cbe.kblock = !compile_beam;   /* the kernels BEAM timed (Runtime.beam) */
   const RenderBackend *be = &cbe;
   model_plan(&mp, g, s, be);

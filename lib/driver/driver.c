@@ -246,7 +246,7 @@ static void profile_items(Runtime *rt, const Schedule *s, DriverRun *r, const do
 static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
   Runtime *rt = rt_new(g);
   rt->threads = cpu_threads();
-  rt->exact = run_opts.exact;
+  rt->fast_sums = run_opts.fast_sums;
   rt->beam = run_opts.beam;
   rt->log = run_opts.log;
   VarVals svv;

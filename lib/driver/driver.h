@@ -28,7 +28,7 @@ typedef struct DriverRun {
  * whole schedule that many times after the first run (whose outputs are the ones kept), timing each;
  * profile times each item of those reruns too (at least one rerun); beam > 0 picks each CPU kernel's
  * opts by a BEAM search of that width (rt_beam), reporting each finished search on log */
-typedef struct DriverRunOpts { int threads; int repeat; bool profile; int beam; FILE *log; bool exact; } DriverRunOpts;
+typedef struct DriverRunOpts { int threads; int repeat; bool profile; int beam; FILE *log; bool fast_sums; } DriverRunOpts;
 void driver_run_options(DriverRunOpts o);
 
 /* the schedule of g's sink with g's options (uctx->opt, next_unique past the graph's UNIQUEs) */
@@ -57,8 +57,8 @@ int driver_compile_c(Graph *g, Schedule *s, const char *dir);
 /* the bundle's kernels: 1 serial (the default), 0 OpenMP over the outer loop with OpenMP's thread
  * count at run time, N num_threads(N); with threads Makefile.inc compiles with -fopenmp */
 void driver_compile_threads(int threads);
-/* the bundle's float sums in tinygrad's order (RenderBackend.exact; default false) */
-void driver_compile_exact(bool exact);
+/* the bundle's float sums may be reassociated (RenderBackend.fast_sums; default false: tinygrad's order) */
+void driver_compile_fast_sums(bool fast_sums);
 /* compile -t c --beam N: each kernel's opts from a BEAM search of width N timed on this CPU with
  * the bundle's threads (rt_beam), each finished search reported on log (may be NULL) */
 void driver_compile_beam(int beam, FILE *log);

@@ -695,7 +695,7 @@ static bool simd_loop(const Program *p, int i) {
 }
 /* the accumulators of loop i, comma-separated, if it is a simd reduction, else NULL */
 static const char *simd_accs(R *r, const Program *p, int i) {
-  if (r->be->exact || !simd_loop(p, i)) return NULL;
+  if (!r->be->fast_sums || !simd_loop(p, i)) return NULL;
   UOp *loop = p->inst[i].u;
   const char *names = NULL;
   for (int k = i + 1; k < p->ninst; k++) {
@@ -743,7 +743,7 @@ static bool *scalar_loads(R *r, const Program *p) {
   bool *sc = NULL;
   for (int i = 0; i < p->ninst; i++) {
     if (p->inst[i].kind != LK_LOOP) continue;
-    bool red = !r->be->exact && simd_loop(p, i);
+    bool red = r->be->fast_sums && simd_loop(p, i);
     if (!red && !simd_map_loop(p, i)) continue;
     int j = render_loop_end(p, i);
     if (j < 0 || (red && !render_dense(p, i + 1, j, p->inst[i].u, NULL))) continue;
@@ -894,7 +894,7 @@ static void render_specials(R *r, SB *b) {
 }
 
 char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
-  if (be->simd && !be->exact) p = render_fission(a, p);
+  if (be->simd && be->fast_sums) p = render_fission(a, p);
   KBlock kbp = {0};
   if (be->kblock) p = render_kblock(a, p, &kbp);
   R r = {.a = a, .be = be, .p = p};

@@ -48,12 +48,14 @@ typedef struct RenderBackend {
    * same test as a GPU launch dimension) and kernels with enough work get it. */
   int parallel;
   /* C backend: an innermost reduce loop that only sums into float accumulators gets "#pragma omp
-   * simd reduction(+:acc...)" (compile with -fopenmp-simd or -fopenmp), which lets the compiler
-   * vectorize the sum (reassociating it, as tinygrad's UNROLL/GROUP opts do) */
+   * simd reduction(+:acc...)" when fast_sums allows it (compile with -fopenmp-simd or -fopenmp),
+   * which lets the compiler vectorize the sum (reassociating it); dense elementwise loops get
+   * "#pragma omp simd" either way */
   bool simd;
-  /* C backend: every float sum in tinygrad's serial order, as its CPU backend adds (`--exact`): no
-   * simd reductions and no loop fission, so values are tinygrad's bits and reductions run slower */
-  bool exact;
+  /* C backend: float sums may be reassociated (`--fast-sums`): with simd, innermost float-sum loops
+   * get simd reductions and loop fission, and reductions run up to 3x faster. false (the default):
+   * every float sum in tinygrad's serial order, as its CPU backend adds, so values are its bits */
+  bool fast_sums;
   /* four float32 loads of one buffer at base+c..base+c+3 under one mask in one block become one
    * 16-byte vector load and its lanes, as tinygrad's float4 loads: vec4_type names the vector,
    * vec4_load is a printf format of (buffer, offset), vec4_zero the value where the mask is false

@@ -107,7 +107,7 @@ static const char *cache_path(Runtime *rt, UOp *ast, int amt) {
   static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}, 0};
   Program *p = lower_kernel_with(ast, NULL, &noopt);
   char *src = render_function(rt->a, p, &render_c);
-  char *key = arena_printf(rt->a, "tgc beam v2\n%s\namt %d threads %d%s cc %s\n", src, amt, rt->threads, rt->exact ? " exact" : "", rt->cc);
+  char *key = arena_printf(rt->a, "tgc beam v2\n%s\namt %d threads %d%s cc %s\n", src, amt, rt->threads, rt->fast_sums ? "" : " exact", rt->cc);
   uint64_t h = hash_bytes(key, strlen(key), 0x6265616d);
   return arena_printf(rt->a, "%s/beam/%016llx", rt->cache_dir, (unsigned long long)h);
 }

@@ -140,7 +140,7 @@ static void cj_start(Runtime *rt, const Program *p, CJob *j) {
   Arena *a = rt->a;
   RenderBackend be = render_c_threads(rt->threads);
   be.simd = true; /* compiled with -fopenmp-simd at least */
-  be.exact = rt->exact;
+  be.fast_sums = rt->fast_sums;
   be.kblock = !rt->beam; /* see Runtime.beam */
   *j = (CJob){.p = p, .cc = rt->cc};
   j->src = arena_printf(a, "%s\n%s", render_kernel(a, p, &be), render_c_entry(a, p));

@@ -25,7 +25,7 @@ typedef struct Runtime {
   const char *cc;           /* $TGC_CC, else clang when on PATH (tinygrad's CPU compiler), else "cc" */
   bool cc_auto;             /* cc was chosen here: a clang that fails falls back to "cc" */
   int threads;              /* kernels split their outer loop over this many threads (1: serial) */
-  bool exact;               /* float sums in tinygrad's order (RenderBackend.exact) */
+  bool fast_sums;           /* float sums may be reassociated (RenderBackend.fast_sums; default: tinygrad's order) */
   int ncompiled, ncached;   /* compiler runs / cache hits, for tests and -v */
   int nvars; UOp *const *vars; const int64_t *vals; /* the schedule's variable values (symbolic BUFFER_VIEWs) */
   PtrVec handles, owned;
