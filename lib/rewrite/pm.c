@@ -209,8 +209,18 @@ static bool local_ok(const CPat *p, UOp *u) {
   return true;
 }
 /* a simple pattern (one way to match, no names below), ignoring its own name */
-static bool simple_ok(const CPat *p, UOp *u) {
-  if (!local_ok(p, u)) return false;
+static bool simple_srcs_ok(const CPat *p, UOp *u);
+static bool simple_ok(const CPat *p, UOp *u) { return local_ok(p, u) && simple_srcs_ok(p, u); }
+/* local_ok without the op and length checks (a rule's root, in the bucket of its op, whose
+ * length pm_rewrite has checked) */
+static inline bool root_ok(const CPat *p, UOp *u) {
+  if (p->has_dt && !dt_in(p->dtmask, p->dtcount, u->dtype) && !dt_in(p->dtmask, p->dtcount, dt_scalar_of(u->dtype))) return false;
+  if (p->has_num && !arg_num_eq(u->arg, p->num)) return false;
+  if (p->pred && !p->pred(u)) return false;
+  return true;
+}
+/* the sources of a simple pattern */
+static bool simple_srcs_ok(const CPat *p, UOp *u) {
   switch (p->srcmode) {
   case PS_TUPLE: for (int i = 0; i < p->nsrc; i++) if (!simple_ok(p->src[i], u->src[i])) return false; return true;
   case PS_PERM: for (int i = 0; i < p->nsrc; i++) if (!simple_ok(p->src[p->perm[i]], u->src[i])) return false; return true;
@@ -226,12 +236,12 @@ static UOp *m_find(const Match *m, const char *name) {
   for (int i = 0; i < m->n; i++) if (strcmp(m->names[i], name) == 0) return m->vals[i];
   return NULL;
 }
-UOp *m_opt(const Match *m, const char *name) { return m_find(m, name); }
-UOp *m_get(const Match *m, const char *name) {
+UOp *m_find_get(const Match *m, const char *name, bool required) {
   UOp *u = m_find(m, name);
-  if (!u) tg_fail(TG_EINTERNAL, "pattern callback asked for unbound name '%s'", name);
+  if (!u && required) tg_fail(TG_EINTERNAL, "pattern callback asked for unbound name '%s'", name);
   return u;
 }
+
 /* store.setdefault(name, u) is u: binds when new (returns true), checks identity otherwise;
  * name is interned (name_intern) like every name bind stores, so pointers compare */
 static bool bind(Match *m, const char *name, UOp *u) {
@@ -321,7 +331,7 @@ bool upat_match(const UPat *p, UOp *u, Match *m) {
 /* a rule of a matcher, with what its root pattern needs of the sources' ops, checked before the
  * search: pos[i] for source i (a tuple or single-order pattern; all ops where the source pattern
  * takes any), or pos[0] for every source (a repeated source pattern) */
-typedef struct PEnt { const CPat *p; RuleFn fn; const OpSet *pos; int npos; bool rep; bool flat; } PEnt;
+typedef struct PEnt { const CPat *p; RuleFn fn; const OpSet *pos; int npos; bool rep; bool flat; bool er; } PEnt;
 /* a flat pattern: one way to match, and sources that are simple patterns, named or not (most
  * two-level rules), so the search is a loop over the sources with no continuations */
 static bool cpat_flat(const CPat *p) {
@@ -351,8 +361,8 @@ PM *pm_new(const Rule *rules, int n) {
   pm->start[0] = 0;
   for (int o = 0; o < OP_COUNT; o++) { pm->start[o + 1] = pm->start[o] + (o ? count[o] : 0); fill[o] = pm->start[o]; }
   for (int r = 0; r < n; r++) {
-    PEnt e = {cp[r], rules[r].fn, NULL, 0, false, cpat_flat(cp[r])};
     const CPat *p = cp[r];
+    PEnt e = {p, rules[r].fn, NULL, 0, false, cpat_flat(p), (p->early_reject.w[0] | p->early_reject.w[1]) != 0};
     bool tuple = p->srcmode == PS_TUPLE || (p->srcmode == PS_PERM && p->nperm == 1);
     if ((tuple || p->srcmode == PS_REPEAT) && p->nsrc) {
       OpSet *pos = arena_alloc(&pm_arena, sizeof(OpSet) * (size_t)p->nsrc);
@@ -364,6 +374,9 @@ PM *pm_new(const Rule *rules, int n) {
         any |= check;
       }
       if (any) e.pos = pos, e.npos = tuple ? p->nsrc : 1, e.rep = !tuple;
+      /* a tuple's early_reject set (its sources' single ops, unless the rule names its own) is
+       * implied by pos: u has every source the tuple has, and source i's op is in pos[i] */
+      if (any && tuple && !rules[r].pat->early_reject) e.er = false;
     }
     for (int o = 1; o < OP_COUNT; o++)
       if (opset_has(cp[r]->ops, (Op)o)) pm->ents[fill[o]++] = e;
@@ -389,7 +402,7 @@ UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
   Match m;
   for (int i = b; i < end; i++) {
     const PEnt *pe = &pm->ents[i];
-    if (pe->p->early_reject.w[0] | pe->p->early_reject.w[1]) {
+    if (pe->er) {
       if (!have_ler) {
         uint64_t w0 = 0, w1 = 0;
         for (int j = 0; j < u->nsrc; j++) {
@@ -414,11 +427,11 @@ UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
     m.root = u; m.n = 0;
     UOp *r;
     if (p->simple) { /* nothing to search: the root's checks, its name, the callback (mgoal's steps) */
-      if (!simple_ok(p, u)) continue;
+      if (!root_ok(p, u) || !simple_srcs_ok(p, u)) continue;
       if (p->name) m.names[0] = p->name, m.vals[0] = u, m.n = 1;
       r = pe->fn(&m, ctx);
     } else if (pe->flat) { /* mgoal's steps for a flat pattern: the root, then each source in order */
-      if (!local_ok(p, u)) continue;
+      if (!root_ok(p, u)) continue;
       if (p->name) m.names[0] = p->name, m.vals[0] = u, m.n = 1;
       bool rep = p->srcmode == PS_REPEAT, ok = true;
       int ns = rep ? u->nsrc : p->nsrc;
@@ -541,15 +554,21 @@ static void rctx_init(RCtx *r, const PM *pm, const PM *bpm, void *ctx) {
 }
 static void rctx_done(RCtx *r) { uctx->rw_depth = r->depth; }
 
-/* the deque loop; a RewriteNotReady from a callback of r->cur unwinds to unified_rewrite */
+/* the deque loop; a RewriteNotReady from a callback of r->cur unwinds to unified_rewrite.
+ * Two shortcuts keep tinygrad's order and its stack bound: stage 0 reads the sources' results into
+ * tmp as it checks them, so a node whose sources are all done goes on to stage 1 without reading
+ * them again; and the entry (x, 0, x) that stage 1 would push on top of (n, 2, x), to be popped
+ * next, is processed at once instead. */
 __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
   while (r->cnt) {
     rq_check(r->cnt);
     REnt e = r->q[(r->head + r->cnt - 1) & (r->cap - 1)];
     r->cnt--;
+  entry:
     r->cur = e;
     UOp *n = e.n, *nn = e.nn;
     if (rs_get(r, n, RW_REPLACE)) continue;
+    bool same = true, scanned = false; /* scanned: tmp holds nn's sources' results */
     if (e.stage == 0) {
       if (r->memo >= 0 && n->cache[r->memo]) { /* rewritten by an earlier graph_rewrite_memo of this matcher */
         rs_put(r, n, RW_REPLACE, n->cache[r->memo]);
@@ -573,8 +592,17 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
       }
       /* when every source is rewritten already, their entries would pop straight off again and
        * stage 1 come next: go on with it now (the stack would have held cnt + 1 + nsrc entries) */
+      if (nn->nsrc > r->tmpcap) {
+        r->tmpcap = nn->nsrc * 2;
+        r->tmp = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)r->tmpcap);
+      }
       bool pending = false;
-      for (int i = 0; i < nn->nsrc && !pending; i++) pending = !rs_get(r, nn->src[i], RW_REPLACE);
+      for (int i = 0; i < nn->nsrc; i++) {
+        UOp *x = rs_get(r, nn->src[i], RW_REPLACE);
+        if (!x) { pending = true; break; }
+        r->tmp[i] = x;
+        if (x != nn->src[i]) same = false;
+      }
       if (pending) {
         rq_push(r, n, 1, nn);
         for (int i = nn->nsrc - 1; i >= 0; i--) rq_push(r, nn->src[i], 0, nn->src[i]);
@@ -583,20 +611,23 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
       rq_check(r->cnt + 1 + (size_t)nn->nsrc);
       e.stage = 1;
       r->cur = (REnt){n, nn, 1};
+      scanned = true;
     }
     if (e.stage == 1) {
-      bool ready = true, same = true;
-      if (nn->nsrc > r->tmpcap) {
-        r->tmpcap = nn->nsrc * 2;
-        r->tmp = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)r->tmpcap);
+      if (!scanned) {
+        if (nn->nsrc > r->tmpcap) {
+          r->tmpcap = nn->nsrc * 2;
+          r->tmp = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)r->tmpcap);
+        }
+        bool ready = true;
+        for (int i = 0; i < nn->nsrc; i++) {
+          UOp *x = rs_get(r, nn->src[i], RW_REPLACE);
+          if (!x) { ready = false; break; }
+          r->tmp[i] = x;
+          if (x != nn->src[i]) same = false;
+        }
+        if (!ready) { rq_push_front(r, n, 1, nn); continue; } /* RewriteNotReady: retry later */
       }
-      for (int i = 0; i < nn->nsrc; i++) {
-        UOp *x = rs_get(r, nn->src[i], RW_REPLACE);
-        if (!x) { ready = false; break; }
-        r->tmp[i] = x;
-        if (x != nn->src[i]) same = false;
-      }
-      if (!ready) { rq_push_front(r, n, 1, nn); continue; } /* RewriteNotReady: retry later */
       UOp *nsn = NULL;
       if (same) {
         if (r->pm) nsn = cached_rewrite(r, RW_PM, r->pm, nn);
@@ -607,9 +638,12 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
       } else {
         nsn = uop_new((Op)nn->op, nn->dtype, nn->nsrc, r->tmp, nn->arg, nn->tag);
       }
-      /* rewrite nsn, then link its result back to n */
+      /* rewrite nsn, then link its result back to n: (n, 2, nsn) waits under (nsn, 0, nsn), which
+       * is processed now, as the next pop would (the loop's check sees the stack with it on) */
       rq_push(r, n, 2, nsn);
-      rq_push(r, nsn, 0, nsn);
+      rq_check(r->cnt + 1);
+      e = (REnt){nsn, nsn, 0};
+      goto entry;
     } else if (e.stage == 2) {
       UOp *x = rs_get(r, nn, RW_REPLACE);
       if (!x) { rq_push_front(r, n, 2, nn); continue; } /* RewriteNotReady */

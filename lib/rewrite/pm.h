@@ -58,8 +58,16 @@ typedef struct Match {
   UOp *root;
   int n; const char *names[16]; UOp *vals[16];
 } Match;
-UOp *m_get(const Match *m, const char *name);   /* the binding; fails (internal error) when unbound */
-UOp *m_opt(const Match *m, const char *name);   /* NULL when unbound */
+/* the binding of name; m_get fails (internal error) when unbound, m_opt gives NULL. Most callbacks
+ * ask for the root's name, bound first, by the literal the pattern bound it with: that is tested
+ * here, the rest in m_find (pm.c) */
+UOp *m_find_get(const Match *m, const char *name, bool required);
+static inline UOp *m_get(const Match *m, const char *name) {
+  return m->n && m->names[0] == name ? m->vals[0] : m_find_get(m, name, true);
+}
+static inline UOp *m_opt(const Match *m, const char *name) {
+  return m->n && m->names[0] == name ? m->vals[0] : m_find_get(m, name, false);
+}
 
 typedef UOp *(*RuleFn)(const Match *m, void *ctx);
 typedef struct Rule { const UPat *pat; RuleFn fn; } Rule;
