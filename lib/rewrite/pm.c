@@ -200,7 +200,7 @@ static bool arg_num_eq(const Value *v, double num) {
 }
 /* d is one of the (vec(count) of the) scalar dtypes in mask */
 static bool dt_in(uint32_t mask, int count, const DType *d) { return d->kind == DTK_SCALAR && d->count == count && ((mask >> d->scalar) & 1); }
-static bool local_ok(const CPat *p, UOp *u) {
+static inline __attribute__((always_inline)) bool local_ok(const CPat *p, UOp *u) {
   if (p->has_ops && !opset_has(p->ops, (Op)u->op)) return false;
   if (p->has_dt && !dt_in(p->dtmask, p->dtcount, u->dtype) && !dt_in(p->dtmask, p->dtcount, dt_scalar_of(u->dtype))) return false;
   if (p->has_num && !arg_num_eq(u->arg, p->num)) return false;
@@ -210,7 +210,7 @@ static bool local_ok(const CPat *p, UOp *u) {
 }
 /* a simple pattern (one way to match, no names below), ignoring its own name */
 static bool simple_srcs_ok(const CPat *p, UOp *u);
-static bool simple_ok(const CPat *p, UOp *u) { return local_ok(p, u) && simple_srcs_ok(p, u); }
+static bool simple_ok(const CPat *p, UOp *u) { return local_ok(p, u) && (!p->nsrc || simple_srcs_ok(p, u)); }
 /* local_ok without the op and length checks (a rule's root, in the bucket of its op, whose
  * length pm_rewrite has checked) */
 static inline bool root_ok(const CPat *p, UOp *u) {
@@ -331,7 +331,10 @@ bool upat_match(const UPat *p, UOp *u, Match *m) {
 /* a rule of a matcher, with what its root pattern needs of the sources' ops, checked before the
  * search: pos[i] for source i (a tuple or single-order pattern; all ops where the source pattern
  * takes any), or pos[0] for every source (a repeated source pattern) */
-typedef struct PEnt { const CPat *p; RuleFn fn; const OpSet *pos; int npos; bool rep; bool flat; bool er; } PEnt;
+typedef struct PEnt {
+  const CPat *p; RuleFn fn; const OpSet *pos; int npos; bool rep; bool flat; bool er;
+  bool simple, strict, srcs; int req;  /* p's simple, strict, nsrc != 0 and required_len, at hand */
+} PEnt;
 /* a flat pattern: one way to match, and sources that are simple patterns, named or not (most
  * two-level rules), so the search is a loop over the sources with no continuations */
 static bool cpat_flat(const CPat *p) {
@@ -362,7 +365,8 @@ PM *pm_new(const Rule *rules, int n) {
   for (int o = 0; o < OP_COUNT; o++) { pm->start[o + 1] = pm->start[o] + (o ? count[o] : 0); fill[o] = pm->start[o]; }
   for (int r = 0; r < n; r++) {
     const CPat *p = cp[r];
-    PEnt e = {p, rules[r].fn, NULL, 0, false, cpat_flat(p), (p->early_reject.w[0] | p->early_reject.w[1]) != 0};
+    PEnt e = {p, rules[r].fn, NULL, 0, false, cpat_flat(p), (p->early_reject.w[0] | p->early_reject.w[1]) != 0,
+              p->simple, p->strict, p->nsrc != 0, p->required_len};
     bool tuple = p->srcmode == PS_TUPLE || (p->srcmode == PS_PERM && p->nperm == 1);
     if ((tuple || p->srcmode == PS_REPEAT) && p->nsrc) {
       OpSet *pos = arena_alloc(&pm_arena, sizeof(OpSet) * (size_t)p->nsrc);
@@ -417,7 +421,7 @@ UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
     }
     const CPat *p = pe->p;
     /* what the root needs of u itself and of its sources' ops, before the search */
-    if (u->nsrc < p->required_len || (p->strict && u->nsrc != p->required_len)) continue;
+    if (u->nsrc < pe->req || (pe->strict && u->nsrc != pe->req)) continue;
     if (pe->pos) {
       bool ok = true;
       if (pe->rep) for (int j = 0; j < u->nsrc && ok; j++) ok = opset_has(pe->pos[0], (Op)u->src[j]->op);
@@ -426,8 +430,8 @@ UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
     }
     m.root = u; m.n = 0;
     UOp *r;
-    if (p->simple) { /* nothing to search: the root's checks, its name, the callback (mgoal's steps) */
-      if (!root_ok(p, u) || !simple_srcs_ok(p, u)) continue;
+    if (pe->simple) { /* nothing to search: the root's checks, its name, the callback (mgoal's steps) */
+      if (!root_ok(p, u) || (pe->srcs && !simple_srcs_ok(p, u))) continue;
       if (p->name) m.names[0] = p->name, m.vals[0] = u, m.n = 1;
       r = pe->fn(&m, ctx);
     } else if (pe->flat) { /* mgoal's steps for a flat pattern: the root, then each source in order */
