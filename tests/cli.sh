@@ -135,6 +135,15 @@ lacks "$tmp/cx.c" "omp simd reduction" "compile keeps sums in order by default"
 expect 0 "compile --fast-sums --threads 0" "$TGC" compile "$X" -t c -o "$tmp/cx2" --threads 0 --fast-sums
 cat "$tmp"/cx2/r_*.c >"$tmp/cx2.c"
 contains "$tmp/cx2.c" "omp simd reduction" "compile --fast-sums vectorizes sums"
+# an output the schedule leaves unrealized (tinygrad fuses the max reduce into the cumsum kernel
+# that reads it): schedule/check give tinygrad's 7 kernels, run realizes it as Tensor.numpy() does
+# with one more kernel; output 2 is the exact cumsum (tinygrad 0.11.0's kernel adds exp2(0) = 1 for
+# each padded position of it: 116 where the values give 88; testdata/unrealized/README.md)
+U=testdata/unrealized/cumsum_of_max.graph.json
+expect 0 "check: tinygrad's kernels with an unrealized output" "$TGC" check "$U" --kernels 7
+expect 0 "run: an unrealized output realized as numpy() does" "$TGC" run "$U" -d cpu -o "$tmp/ru" --expect "${U%.graph.json}.expect.json"
+contains "$tmp/err" "8 kernels run" "run adds the kernel numpy() would"
+expect 0 "compile: the bundle reads the unrealized output too" "$TGC" compile "$U" -t c -o "$tmp/cu"
 # --beam: the search reports its pick, the second run reads it from the cache (no report), the
 # bundle gets the same opts; --beam is CPU-only and not with --opts/--noopt
 export XDG_CACHE_HOME="$tmp/cache"

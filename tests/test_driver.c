@@ -296,6 +296,28 @@ Test(driver, aot_bundle_threads, .timeout = 600) {
   cr_expect_gt(omp, 0, "no kernel got an OpenMP loop");
   uop_ctx_free(top);
 }
+/* a sink source tinygrad's schedule leaves unrealized (testdata/unrealized/cumsum_of_max: a max
+ * reduce fused into the kernel of the cumsum that reads it) is realized as Tensor.numpy() does, by
+ * a second schedule of its CONTIGUOUS: tgc schedule keeps tinygrad's 7 items, run and the bundle
+ * run 8, and the bundle reads the same values as run */
+Test(driver, unrealized_output) {
+  UCtx *c = uop_ctx_new();
+  char path[4096];
+  snprintf(path, sizeof path, "%s/testdata/unrealized/cumsum_of_max.graph.json", src_root());
+  Graph *g = graph_read_file(path);
+  Schedule *s = driver_schedule(g);
+  cr_expect_eq(s->nitems, 7);
+  cr_expect_eq(s->sched_sink->src[1]->op, OP_REDUCE_AXIS);
+  Schedule *r = driver_realize_outputs(s);
+  cr_expect_eq(r->nitems, 8);
+  cr_expect_eq(r->items[7].ast->op, OP_SINK);
+  for (int i = 0; i < 7; i++) cr_expect_eq(r->items[i].ast, s->items[i].ast, "item %d", i);
+  cr_expect_eq(u_base(r->sched_sink->src[0]), u_base(s->sched_sink->src[0]));
+  cr_expect_eq(driver_realize_outputs(r), r, "every output of the result is readable");
+  uop_ctx_free(c);
+  char why[1024] = "";
+  cr_expect_eq(aot_vs_run(path, false, why, sizeof why), 1, "%s", why);
+}
 /* multi-device bundles: each device's buffers are their own allocations (one per shard of a
  * multi-device BUFFER), COPY is memmove between them; copy_device and shard_reduce against tinygrad's
  * values, sharded_matmul and a sample of test_multitensor schedule graphs against `tgc run -d cpu` */

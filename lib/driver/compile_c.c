@@ -282,6 +282,7 @@ void model_emit_run(SB *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
 }
 
 int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
+  s = driver_realize_outputs(s);
   Arena *a = ga();
   ModelPlan mp;
   RenderBackend cbe = render_c_threads(compile_threads);

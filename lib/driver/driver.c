@@ -212,6 +212,50 @@ const ShapeTracker *concrete_st(const ShapeTracker *st, const VarVals *vv) {
   return st_intern(st->nviews, vs);
 }
 
+/* ---------------------------------------------------------------- outputs left unrealized */
+/* t's value can be read after the schedule runs: a buffer (or a view of one), a constant, or a
+ * MULTI of such shards */
+static bool out_readable(UOp *t) {
+  if (t->op == OP_MULTI) {
+    for (int i = 0; i < t->nsrc; i++) if (!out_readable(t->src[i])) return false;
+    return true;
+  }
+  int shard = -1;
+  Op op = (Op)rt_value_base(t, &shard)->op;
+  return op == OP_BUFFER || op == OP_BUFFER_VIEW || op == OP_CONST;
+}
+
+Schedule *driver_realize_outputs(Schedule *s) {
+  UOp *ss = s->sched_sink;
+  int n = 0;
+  for (int i = 0; i < ss->nsrc; i++) n += !out_readable(ss->src[i]);
+  if (!n) return s;
+  /* create_schedule_with_vars' becomes_map: every ASSIGN is its buffer once the schedule ran */
+  UMap bm;
+  umap_init(&bm, ga());
+  UList topo = uop_toposort(ss, NULL, NULL);
+  for (int i = 0; i < topo.n; i++) if (topo.v[i]->op == OP_ASSIGN) umap_put(&bm, topo.v[i], u_buf_uop(topo.v[i]));
+  /* Tensor.numpy(): .contiguous().realize() of each such output, in one sink */
+  UOp **src = arena_alloc(ga(), sizeof(UOp *) * (size_t)n), **outs = arena_alloc(ga(), sizeof(UOp *) * (size_t)ss->nsrc);
+  int k = 0;
+  for (int i = 0; i < ss->nsrc; i++) {
+    UOp *t = ss->src[i];
+    if (!out_readable(t)) src[k++] = uop1(OP_CONTIGUOUS, t->dtype, uop_substitute(t, &bm), NULL);
+  }
+  Schedule *s2 = create_schedule(uop_sink(n, src, NULL));
+  Schedule *m = arena_alloc(ga(), sizeof *m);
+  *m = *s;
+  m->nitems = s->nitems + s2->nitems;
+  m->items = arena_alloc(ga(), sizeof(SchedItem) * (size_t)(m->nitems + 1));
+  memcpy(m->items, s->items, sizeof(SchedItem) * (size_t)s->nitems);
+  memcpy(m->items + s->nitems, s2->items, sizeof(SchedItem) * (size_t)s2->nitems);
+  m->nkernels += s2->nkernels; m->ncopies += s2->ncopies; m->nviews += s2->nviews;
+  k = 0;
+  for (int i = 0; i < ss->nsrc; i++) outs[i] = out_readable(ss->src[i]) ? ss->src[i] : s2->sched_sink->src[k++];
+  m->sched_sink = uop_sink(ss->nsrc, outs, ss->arg);
+  return m;
+}
+
 static DriverRunOpts run_opts = {1, 0, false, 0, NULL, false};
 void driver_run_options(DriverRunOpts o) { run_opts = o; }
 static int cpu_threads(void) {
@@ -244,6 +288,7 @@ static void profile_items(Runtime *rt, const Schedule *s, DriverRun *r, const do
 
 /* run s with one of the runtimes: 0 CPU, 1 OpenCL, 2 CUDA */
 static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
+  s = driver_realize_outputs(s);
   Runtime *rt = rt_new(g);
   rt->threads = cpu_threads();
   rt->fast_sums = run_opts.fast_sums;

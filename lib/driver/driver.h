@@ -33,6 +33,12 @@ void driver_run_options(DriverRunOpts o);
 
 /* the schedule of g's sink with g's options (uctx->opt, next_unique past the graph's UNIQUEs) */
 Schedule *driver_schedule(Graph *g);
+/* s, with what Tensor.numpy() adds for a sink source the schedule leaves unrealized (tinygrad
+ * 0.11.0 keeps some, e.g. a reduce of a realized buffer): a second schedule of CONTIGUOUS(source)
+ * over the buffers the first one writes, its items after s's and its buffers read as those
+ * outputs (sched_sink); s itself when every output is a buffer, a view of one or a constant.
+ * run and compile run this; schedule and check write tinygrad's schedule alone. */
+Schedule *driver_realize_outputs(Schedule *s);
 /* replace the data of BUFFER rows from .npy files; TG_EINPUT when the row is not a BUFFER or the
  * file's dtype or element count differs */
 void driver_set_inputs(Graph *g, int n, const DriverInput *in);
