@@ -24,9 +24,10 @@ static bool si_is(Sint s, int64_t c) { return si_is_int(s) && s.c == c; }
 static bool sint_eq_py(Sint a, Sint b) { return si_eq(a, b); } /* Python ==: ints by value, UOps by identity */
 static const Value *kernel_value(UOp *ast, int n, const Meta *const *m) { return v_kernel(ast, n, m); }
 
-/* dedup(a + b) of metadata lists into the arena */
+/* dedup(a + b) of metadata lists, in scratch */
 static int meta_merge(const Meta ***out, int na, const Meta *const *a, int nb, const Meta *const *b, bool dedup) {
-  const Meta **r = arena_alloc(ga(), sizeof(Meta *) * (size_t)(na + nb + 1));
+  /* scratch: the list only reaches a Kernel value, which keeps a copy (vintern) */
+  const Meta **r = arena_alloc_raw(&uctx->scratch, sizeof(Meta *) * (size_t)(na + nb + 1));
   int n = 0;
   for (int i = 0; i < na + nb; i++) {
     const Meta *m = i < na ? a[i] : b[i - na];
@@ -357,7 +358,7 @@ static UOp *append_to_kernel_in(Arena *a, UOp *x) {
   vec_init(&ns, a);
   const Kernel *k = &x->arg->k;
   int nmd = k->nmeta;
-  const Meta **md = arena_alloc(ga(), sizeof(Meta *) * (size_t)(nmd + 1));
+  const Meta **md = arena_alloc_raw(a, sizeof(Meta *) * (size_t)(nmd + 1));
   if (nmd) memcpy(md, k->meta, sizeof(Meta *) * (size_t)nmd);
   for (int i = 0; i < x->nsrc; i++) {
     UOp *s = x->src[i];
