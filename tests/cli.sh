@@ -137,8 +137,8 @@ cat "$tmp"/cx2/r_*.c >"$tmp/cx2.c"
 contains "$tmp/cx2.c" "omp simd reduction" "compile --fast-sums vectorizes sums"
 # an output the schedule leaves unrealized (tinygrad fuses the max reduce into the cumsum kernel
 # that reads it): schedule/check give tinygrad's 7 kernels, run realizes it as Tensor.numpy() does
-# with one more kernel; output 2 is the exact cumsum (tinygrad 0.11.0's kernel adds exp2(0) = 1 for
-# each padded position of it: 116 where the values give 88; testdata/unrealized/README.md)
+# with one more kernel; all three outputs are tinygrad's, output 2 with the cumsum's pad mask pushed
+# into the max's loads as tinygrad's codegen does (testdata/unrealized/README.md)
 U=testdata/unrealized/cumsum_of_max.graph.json
 expect 0 "check: tinygrad's kernels with an unrealized output" "$TGC" check "$U" --kernels 7
 expect 0 "run: an unrealized output realized as numpy() does" "$TGC" run "$U" -d cpu -o "$tmp/ru" --expect "${U%.graph.json}.expect.json"

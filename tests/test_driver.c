@@ -299,7 +299,7 @@ Test(driver, aot_bundle_threads, .timeout = 600) {
 /* a sink source tinygrad's schedule leaves unrealized (testdata/unrealized/cumsum_of_max: a max
  * reduce fused into the kernel of the cumsum that reads it) is realized as Tensor.numpy() does, by
  * a second schedule of its CONTIGUOUS: tgc schedule keeps tinygrad's 7 items, run and the bundle
- * run 8, and the bundle reads the same values as run */
+ * run 8, and the bundle reads the same values as run (cli.sh checks run's against tinygrad's) */
 Test(driver, unrealized_output) {
   UCtx *c = uop_ctx_new();
   char path[4096];

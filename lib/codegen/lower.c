@@ -381,7 +381,6 @@ typedef struct Frame {
   UOp *node, *ikey, *key;
   int nch; UOp **chn, **chk;   /* children requests: node and index key */
   UOp *done;                   /* result when no children are needed */
-  UOp *valid;                  /* VIEW: mask to apply */
   int nr; UOp **ranges;        /* REDUCE_AXIS: the new RANGEs */
   int ng; int *groups;         /* REDUCE_AXIS, thread lowering: its GROUP pieces */
   bool expanded;
@@ -556,7 +555,10 @@ static void lower_prepare(LCtx *c, Frame *f) {
     valid = st_index_upcast(valid);
     /* tinygrad pushes this view onto the buffers below; its mask blocks the same merges */
     if (!is_true(valid)) rec_index(c, u, uop_const_int(dt_int, 0), valid, u->arg->st);
-    f->valid = valid;
+    /* and its mask with it (view_left through ALU ops, swizzle_reduceop into a reduce's source):
+     * the loads and constants below read 0 where it is false, and the ops above them compute on
+     * those zeros, so a masked-off value is f(0) (exp2(0) = 1), not 0 */
+    UOp *cpv = is_true(valid) ? pv : pad_and(pv, valid);
     const SList *xs = shape_of(c, x);
     int xn = xs ? xs->n : 0;
     UOp **ni = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xn + 1));
@@ -567,7 +569,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
     f->nch = 1;
     f->chn = arena_alloc(c->a, sizeof(UOp *));
     f->chk = arena_alloc(c->a, sizeof(UOp *));
-    f->chn[0] = x; f->chk[0] = idx_keyp(c, xn, ni, pv);
+    f->chn[0] = x; f->chk[0] = idx_keyp(c, xn, ni, cpv);
     return;
   }
   case OP_REDUCE_AXIS: {
@@ -726,7 +728,7 @@ static UOp *lower_value(LCtx *c, UOp *node, UOp *ikey) {
       if (!vals[k]) tg_fail(TG_EINTERNAL, "lower: %s source %d not lowered", op_names[f->node->op], k);
     }
     UOp *u = f->node, *r;
-    if (u->op == OP_VIEW) r = is_true(f->valid) ? vals[0] : u_where(f->valid, vals[0], zero_of(vals[0]->dtype));
+    if (u->op == OP_VIEW) r = vals[0]; /* its mask went down with the index (lower_prepare) */
     else if (u->op == OP_REDUCE_AXIS) {
       Op rop = u->arg->items[0]->op;
       UOp *v = vals[0];
