@@ -98,7 +98,7 @@ void knames_init(KNames *k, Arena *a);
 
 /* reduce.c: tinygrad's symbolic and REDUCE steps on a lowered kernel (a SINK of its STOREs): sym on
  * every value, then pm_reduce (reduce_unparented; reduce_collapse: a REDUCE whose value needs no
- * loop becomes closed form or a gated load) */
+ * loop becomes closed form or a gated load), then the NEG/SUB decompositions */
 UOp *lower_simplify(UOp *sink);
 
 /* the name tinygrad gives ast (a SINK), before dedup: "E_10", "r_16_40", "E2_4" for two stores */

@@ -272,6 +272,18 @@ static const Rule unroll_rules[] = {
 };
 static PM *pm_unroll;
 
+/* tinygrad's "decompositions" for renderers with NEG and SUB (all of tgc's: C, OpenCL, CUDA):
+ * x*-1 is NEG(x), then x+NEG(y) is SUB(x, y). The values are the same, but not where the renderer
+ * strips parentheses: a+(b+c*-1) prints a+b+(c*-1), added left to right, and a+(b-c) keeps its
+ * parentheses, as tinygrad's kernel does. */
+static UOp *rw_neg(const Match *m, void *ctx) { UOp *x = M("x"); return uop1(OP_NEG, x->dtype, x, NULL); }
+static UOp *rw_sub(const Match *m, void *ctx) { UOp *x = M("x"); return uop2(OP_SUB, x->dtype, x, M("n")->src[0], NULL); }
+static const Rule decomp_rules[] = {
+  { UP(.ops = OPS(OP_MUL), SRC_PERM(UVAR("x"), UP(.ops = OPS(OP_CONST), .has_cval = true, .cval = -1))), rw_neg },
+  { UP(.ops = OPS(OP_ADD), SRC_PERM(UVAR("x"), UP(.ops = OPS(OP_NEG), .name = "n", SRC(UP())))), rw_sub },
+};
+static PM *pm_decomp;
+
 UOp *lower_simplify(UOp *sink) {
   if (!pm_reduce) {
     sym_init();
@@ -280,13 +292,16 @@ UOp *lower_simplify(UOp *sink) {
     PM *rparts[2] = {pm_new(reduce_rules, RULES_N(reduce_rules)), pm_sym};
     pm_reduce = pm_concat(2, rparts);
     pm_unroll = pm_new(unroll_rules, RULES_N(unroll_rules));
+    pm_decomp = pm_new(decomp_rules, RULES_N(decomp_rules));
   }
   /* tinygrad's "initial symbolic": sym on the whole kernel, values included (its float folds, like
    * (x*c1)*c2 -> x*(c1*c2), decide how the C compiler contracts and rounds) */
   sink = graph_rewrite(sink, pm_sym, NULL, false, NULL);
-  if (!graph_has(sink, OP_REDUCE, OP_REDUCE)) return sink;
-  sink = graph_rewrite(sink, pm_unroll, NULL, false, NULL);
-  /* its "remove_reduce": pm_reduce (the REDUCE simplifications, then sym again over what they left) */
-  sink = graph_rewrite(sink, pm_reduce, NULL, false, NULL);
-  return graph_rewrite(sink, pm_unroll, NULL, false, NULL);
+  if (graph_has(sink, OP_REDUCE, OP_REDUCE)) {
+    sink = graph_rewrite(sink, pm_unroll, NULL, false, NULL);
+    /* its "remove_reduce": pm_reduce (the REDUCE simplifications, then sym again over what they left) */
+    sink = graph_rewrite(sink, pm_reduce, NULL, false, NULL);
+    sink = graph_rewrite(sink, pm_unroll, NULL, false, NULL);
+  }
+  return graph_rewrite(sink, pm_decomp, NULL, false, NULL);
 }

@@ -108,10 +108,18 @@ case("half_fp16", [hx.exp2().bitcast(dtypes.int16), hx.exp().bitcast(dtypes.int1
                    hx.sqrt().bitcast(dtypes.int16), hx.reciprocal().bitcast(dtypes.int16), hx.sigmoid().bitcast(dtypes.int16),
                    (hm - hm.max(1, keepdim=True)).exp().float().sum(1), (hm * hm - 1).float().mean(1) * 1000])
 
-# testdata/exact/cancel_sums (not a `make conformance` case: the default CPU kernels reorder float
-# sums): rows of +-1e5, in runs of four, with small noise sum to a small value by cancellation, so
-# the order of the additions decides the result; `tgc run --exact` must give tinygrad's values
-# (tests/cli.sh checks it does, and that the default vectorized sums do not)
+# sub_grouping: x - (z - y) is x + (y - z) after tinygrad's symbolic and decompositions (a SUB,
+# whose parentheses its C renderer keeps), not (x - z) + y: with x = 1 and y = z = 1e8 the first is
+# 1 and the second 0 in float32
+sx = Tensor(np.array([1.0, 2.0, -3.0, 0.5], dtype=np.float32)).realize()
+sy = Tensor(np.array([1e8, 3e7, 1e9, 7.0], dtype=np.float32)).realize()
+sz = Tensor(np.array([1e8, 3e7, 1e9, 7.0], dtype=np.float32)).realize()
+case("sub_grouping", [sx - (sz - sy), (sx * 2) - (sz * 1.5 - sy * 1.5)])
+
+# testdata/exact/cancel_sums (not a `make conformance` case: `--fast-sums` reorders float sums):
+# rows of +-1e5, in runs of four, with small noise sum to a small value by cancellation, so the
+# order of the additions decides the result; `tgc run` must give tinygrad's values (tests/cli.sh
+# checks it does, and that `--fast-sums` does not)
 rx = np.random.default_rng(17)
 base = np.where(np.arange(1024) // 4 % 2 == 0, 1e5, -1e5).astype(np.float32)
 xc = Tensor((base[None, :] + rx.standard_normal((64, 1024)).astype(np.float32) * 0.37).astype(np.float32)).realize()
