@@ -512,7 +512,8 @@ static void lower_prepare(LCtx *c, Frame *f) {
   f->nch = 0;
   switch (u->op) {
   case OP_CONST: case OP_DEFINE_VAR: {
-    if (!u->nsrc) { f->done = u; return; }
+    /* a bare one (no view of its own) is masked by the views above it alone */
+    if (!u->nsrc) { f->done = !pv || is_true(pv) ? u : u_where(pv, u, zero_of(u->dtype)); return; }
     UOp *fi, *valid;
     index_st(u->src[0]->arg->st, idx, n, &fi, &valid);
     rec_index(c, u, fi, valid, u->src[0]->arg->st);

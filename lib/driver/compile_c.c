@@ -281,8 +281,8 @@ void model_emit_run(SB *out, const ModelPlan *mp, const Schedule *s, bool gpu) {
   *out = c;
 }
 
-int driver_compile_c(Graph *g, Schedule *s, const char *dir) {
-  s = driver_realize_outputs(s);
+int driver_compile_c(Graph *g, Schedule *s0, const char *dir) {
+  Schedule *const s = driver_realize_outputs(s0);
   Arena *a = ga();
   ModelPlan mp;
   RenderBackend cbe = render_c_threads(compile_threads);

@@ -121,8 +121,8 @@ static void plan_for_target(ModelPlan *mp, Graph *g, Schedule *s, const RenderBa
   lower_target(prev);
 }
 
-int driver_compile_gpu(Graph *g, Schedule *s, const char *dir, const char *target) {
-  s = driver_realize_outputs(s);
+int driver_compile_gpu(Graph *g, Schedule *s0, const char *dir, const char *target) {
+  Schedule *const s = driver_realize_outputs(s0);
   Arena *a = ga();
   const RenderBackend *volatile be = !strcmp(target, "opencl") ? &render_opencl : !strcmp(target, "cuda") ? &render_cuda : NULL;
   if (!be) tg_fail(TG_EINPUT, "compile: unknown target '%s'", target);

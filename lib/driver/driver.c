@@ -287,8 +287,8 @@ static void profile_items(Runtime *rt, const Schedule *s, DriverRun *r, const do
 }
 
 /* run s with one of the runtimes: 0 CPU, 1 OpenCL, 2 CUDA */
-static DriverRun *run_on(Graph *g, Schedule *s, int dev) {
-  s = driver_realize_outputs(s);
+static DriverRun *run_on(Graph *g, Schedule *s0, int dev) {
+  Schedule *const s = driver_realize_outputs(s0); /* set once, before the TG_TRY below */
   Runtime *rt = rt_new(g);
   rt->threads = cpu_threads();
   rt->fast_sums = run_opts.fast_sums;
