@@ -558,6 +558,22 @@ static void rctx_init(RCtx *r, const PM *pm, const PM *bpm, void *ctx) {
 }
 static void rctx_done(RCtx *r) { uctx->rw_depth = r->depth; }
 
+/* nn's sources' results into r->tmp, false at the first source without one; *same stays true
+ * while every result is its source */
+static inline bool rs_srcs(RCtx *r, UOp *nn, bool *same) {
+  if (nn->nsrc > r->tmpcap) {
+    r->tmpcap = nn->nsrc * 2;
+    r->tmp = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)r->tmpcap);
+  }
+  for (int i = 0; i < nn->nsrc; i++) {
+    UOp *x = rs_get(r, nn->src[i], RW_REPLACE);
+    if (!x) return false;
+    r->tmp[i] = x;
+    if (x != nn->src[i]) *same = false;
+  }
+  return true;
+}
+
 /* the deque loop; a RewriteNotReady from a callback of r->cur unwinds to unified_rewrite.
  * Two shortcuts keep tinygrad's order and its stack bound: stage 0 reads the sources' results into
  * tmp as it checks them, so a node whose sources are all done goes on to stage 1 without reading
@@ -596,18 +612,7 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
       }
       /* when every source is rewritten already, their entries would pop straight off again and
        * stage 1 come next: go on with it now (the stack would have held cnt + 1 + nsrc entries) */
-      if (nn->nsrc > r->tmpcap) {
-        r->tmpcap = nn->nsrc * 2;
-        r->tmp = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)r->tmpcap);
-      }
-      bool pending = false;
-      for (int i = 0; i < nn->nsrc; i++) {
-        UOp *x = rs_get(r, nn->src[i], RW_REPLACE);
-        if (!x) { pending = true; break; }
-        r->tmp[i] = x;
-        if (x != nn->src[i]) same = false;
-      }
-      if (pending) {
+      if (!rs_srcs(r, nn, &same)) {
         rq_push(r, n, 1, nn);
         for (int i = nn->nsrc - 1; i >= 0; i--) rq_push(r, nn->src[i], 0, nn->src[i]);
         continue;
@@ -618,20 +623,7 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
       scanned = true;
     }
     if (e.stage == 1) {
-      if (!scanned) {
-        if (nn->nsrc > r->tmpcap) {
-          r->tmpcap = nn->nsrc * 2;
-          r->tmp = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)r->tmpcap);
-        }
-        bool ready = true;
-        for (int i = 0; i < nn->nsrc; i++) {
-          UOp *x = rs_get(r, nn->src[i], RW_REPLACE);
-          if (!x) { ready = false; break; }
-          r->tmp[i] = x;
-          if (x != nn->src[i]) same = false;
-        }
-        if (!ready) { rq_push_front(r, n, 1, nn); continue; } /* RewriteNotReady: retry later */
-      }
+      if (!scanned && !rs_srcs(r, nn, &same)) { rq_push_front(r, n, 1, nn); continue; } /* RewriteNotReady: retry later */
       UOp *nsn = NULL;
       if (same) {
         if (r->pm) nsn = cached_rewrite(r, RW_PM, r->pm, nn);
