@@ -200,25 +200,22 @@ static bool arg_num_eq(const Value *v, double num) {
 }
 /* d is one of the (vec(count) of the) scalar dtypes in mask */
 static bool dt_in(uint32_t mask, int count, const DType *d) { return d->kind == DTK_SCALAR && d->count == count && ((mask >> d->scalar) & 1); }
-static inline __attribute__((always_inline)) bool local_ok(const CPat *p, UOp *u) {
-  if (p->has_ops && !opset_has(p->ops, (Op)u->op)) return false;
-  if (p->has_dt && !dt_in(p->dtmask, p->dtcount, u->dtype) && !dt_in(p->dtmask, p->dtcount, dt_scalar_of(u->dtype))) return false;
-  if (p->has_num && !arg_num_eq(u->arg, p->num)) return false;
-  if (u->nsrc < p->required_len || (p->strict && u->nsrc != p->required_len)) return false;
-  if (p->pred && !p->pred(u)) return false;
-  return true;
-}
-/* a simple pattern (one way to match, no names below), ignoring its own name */
-static bool simple_srcs_ok(const CPat *p, UOp *u);
-static bool simple_ok(const CPat *p, UOp *u) { return local_ok(p, u) && (!p->nsrc || simple_srcs_ok(p, u)); }
-/* local_ok without the op and length checks (a rule's root, in the bucket of its op, whose
- * length pm_rewrite has checked) */
+/* the node checks of a rule's root that its bucket and pm_rewrite's length check leave: dtype,
+ * arg and predicate */
 static inline bool root_ok(const CPat *p, UOp *u) {
   if (p->has_dt && !dt_in(p->dtmask, p->dtcount, u->dtype) && !dt_in(p->dtmask, p->dtcount, dt_scalar_of(u->dtype))) return false;
   if (p->has_num && !arg_num_eq(u->arg, p->num)) return false;
   if (p->pred && !p->pred(u)) return false;
   return true;
 }
+static inline __attribute__((always_inline)) bool local_ok(const CPat *p, UOp *u) {
+  if (p->has_ops && !opset_has(p->ops, (Op)u->op)) return false;
+  if (u->nsrc < p->required_len || (p->strict && u->nsrc != p->required_len)) return false;
+  return root_ok(p, u);
+}
+/* a simple pattern (one way to match, no names below), ignoring its own name */
+static bool simple_srcs_ok(const CPat *p, UOp *u);
+static bool simple_ok(const CPat *p, UOp *u) { return local_ok(p, u) && (!p->nsrc || simple_srcs_ok(p, u)); }
 /* the sources of a simple pattern */
 static bool simple_srcs_ok(const CPat *p, UOp *u) {
   switch (p->srcmode) {
