@@ -227,8 +227,9 @@ static bool out_readable(UOp *t) {
 
 Schedule *driver_realize_outputs(Schedule *s) {
   UOp *ss = s->sched_sink;
+  bool *ok = arena_alloc(ga(), sizeof(bool) * (size_t)(ss->nsrc + 1));
   int n = 0;
-  for (int i = 0; i < ss->nsrc; i++) n += !out_readable(ss->src[i]);
+  for (int i = 0; i < ss->nsrc; i++) n += !(ok[i] = out_readable(ss->src[i]));
   if (!n) return s;
   /* create_schedule_with_vars' becomes_map: every ASSIGN is its buffer once the schedule ran */
   UMap bm;
@@ -240,7 +241,7 @@ Schedule *driver_realize_outputs(Schedule *s) {
   int k = 0;
   for (int i = 0; i < ss->nsrc; i++) {
     UOp *t = ss->src[i];
-    if (!out_readable(t)) src[k++] = uop1(OP_CONTIGUOUS, t->dtype, uop_substitute(t, &bm), NULL);
+    if (!ok[i]) src[k++] = uop1(OP_CONTIGUOUS, t->dtype, uop_substitute(t, &bm), NULL);
   }
   Schedule *s2 = create_schedule(uop_sink(n, src, NULL));
   Schedule *m = arena_alloc(ga(), sizeof *m);
@@ -251,7 +252,7 @@ Schedule *driver_realize_outputs(Schedule *s) {
   memcpy(m->items + s->nitems, s2->items, sizeof(SchedItem) * (size_t)s2->nitems);
   m->nkernels += s2->nkernels; m->ncopies += s2->ncopies; m->nviews += s2->nviews;
   k = 0;
-  for (int i = 0; i < ss->nsrc; i++) outs[i] = out_readable(ss->src[i]) ? ss->src[i] : s2->sched_sink->src[k++];
+  for (int i = 0; i < ss->nsrc; i++) outs[i] = ok[i] ? ss->src[i] : s2->sched_sink->src[k++];
   m->sched_sink = uop_sink(ss->nsrc, outs, ss->arg);
   return m;
 }
