@@ -8,8 +8,9 @@
 # same graph, tg_cold with them cleared before each run (like tgc's runs, each from nothing).
 # Columns: read/sched = median ms of graph_read_mem / create_schedule; kmap = the part of sched that
 # get_kernelize_map takes (the rest is create_schedule_with_vars' ordering); Muops/s = uops per
-# scheduling second; arenaKB = peak arena bytes (the graph's nodes, values and maps, the passes' maps, and the passes'
-# scratch); xarena = arenaKB over the file's size; rssKB = peak RSS of `tgc schedule`; xfile = rssKB
+# scheduling second; memKB = peak bytes of the compile context (its arenas: the graph's nodes, values and maps, the
+# passes' maps and scratch; and its heap tables: the intern sets and memos); xmem = memKB over the file's size
+# (a small file's is mostly the tables' starting sizes); rssKB = peak RSS of `tgc schedule`; xfile = rssKB
 # over the file's size (a process of tgc's takes about 3 MB before it reads anything, which is most
 # of the RSS of these small files: make scale has the RSS of million-uop graphs); tg_ms = tinygrad's
 # get_kernelize_map (no JSON reading); x_kmap = tg_ms / kmap (the same function on both sides);
@@ -18,7 +19,7 @@
 # The bench process keeps freed memory for its next run (mallopt), as tinygrad's Python process
 # keeps its heap: the runs time scheduling on warm pages, not the kernel zeroing fresh ones.
 # Targets (issue 4): x_kmap >= 100 and memory under 20x the file; the last line counts the graphs
-# that meet x_kmap >= 100, x_cold >= 100 and xarena < 20 (RSS of small files is the process's own
+# that meet x_kmap >= 100, x_cold >= 100 and xmem < 20 (RSS of small files is the process's own
 # baseline: make scale has the RSS bound on big ones).
 set -u
 ORACLE=${1:-../shared/oracle}
@@ -45,7 +46,7 @@ graphs() {
   for f in testdata/models/*.graph.json; do [ -f "$f" ] && echo "$f"; done
 }
 
-printf '%-44s %6s %8s %8s %8s %9s %8s %6s %8s %6s %9s %7s %8s %7s %8s\n' graph uops read_ms sched_ms kmap_ms Muops/s arenaKB xarena rssKB xfile tg_ms x_kmap tg_cold x_cold x_total
+printf '%-44s %6s %8s %8s %8s %9s %8s %6s %8s %6s %9s %7s %8s %7s %8s\n' graph uops read_ms sched_ms kmap_ms Muops/s memKB xmem rssKB xfile tg_ms x_kmap tg_cold x_cold x_total
 status=0
 SUM=${TMPDIR:-/tmp}/tgc-bench-sum.$$
 trap 'rm -f "$TMP" "$SUM"' EXIT INT TERM
@@ -78,15 +79,15 @@ for g in $(graphs); do
     spc = tgc == "-" || km <= 0 ? "-" : sprintf("%.0fx", tgc / km)
     st = tg == "-" || rd + sc <= 0 ? "-" : sprintf("%.0fx", tg / (rd + sc))
     printf "%-44s %6d %8.2f %8.2f %8.2f %9.2f %8d %6s %8s %6s %9s %7s %8s %7s %8s\n", n, u, rd, sc, km, mups, ar / 1024, xa, rss, xf, tg, sp, tgc, spc, st
-    # for the summary: x_kmap, x_cold, xarena (- when tinygrad did not run)
+    # for the summary: x_kmap, x_cold, xmem (- when tinygrad did not run)
     printf "%s %s %s\n", tg == "-" || km <= 0 ? "-" : tg / km, tgc == "-" || km <= 0 ? "-" : tgc / km, ar / sz >> "/dev/stderr"
   }' 2>>"$SUM"
 done
-# the issue's targets, counted over the graphs above: x_kmap and x_cold >= 100, xarena < 20
+# the issue's targets, counted over the graphs above: x_kmap and x_cold >= 100, xmem < 20
 awk '{ n++; if ($1 != "-") { t++; k += $1 >= 100; if (n1 == 0 || $1 < m1) m1 = $1; n1 = 1 }
        if ($2 != "-") { c += $2 >= 100; if (n2 == 0 || $2 < m2) m2 = $2; n2 = 1 }
        a += $3 < 20; if ($3 > ma) ma = $3 }
      END { if (!n) exit
            if (t) printf "targets: x_kmap >= 100 on %d of %d (lowest %.0fx), x_cold >= 100 on %d of %d (lowest %.0fx); ", k, t, m1, c, t, m2
-           printf "xarena < 20 on %d of %d (highest %.1f)\n", a, n, ma }' "$SUM"
+           printf "xmem < 20 on %d of %d (highest %.1f)\n", a, n, ma }' "$SUM"
 exit $status

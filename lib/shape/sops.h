@@ -111,7 +111,7 @@ int shape_uop_vars(UOp *u, UOp **out, int n, int cap);    /* UOp.vars() appended
 /* per-context memos of pure functions on interned operands (view.c): pmemo_get gives true and the
  * result (maybe NULL) of (a, b) when cached; ia/ib are their ids (the hash) */
 enum { PMEMO_VIEW_ADD, PMEMO_ST_CONCAT, PMEMO_FROM_SHAPE, PMEMO_ST_MOP /* one slot per movement op (st_mop's list) */, PMEMO_COUNT = PMEMO_ST_MOP + 6 };
-_Static_assert(PMEMO_COUNT <= sizeof ((UCtx *)0)->memo / sizeof(void *), "UCtx.memo has a slot per memo");
+_Static_assert(PMEMO_COUNT <= sizeof ((UCtx *)0)->memo / sizeof(PairMap), "UCtx.memo has a slot per memo");
 bool pmemo_get(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void **r);
 void pmemo_put(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void *r);
 /* a temporary (zeroed) array: in scratch inside a tg_tmp_scope (results are interned, which copies) */

@@ -376,22 +376,16 @@ const View *view_reshape(const View *v, SList new_shape) {
 static Sint ceildiv(Sint num, Sint amt) { return S_neg(S_fdiv(num, S_neg(amt))); }
 
 /* pair memos (sops.h): per-context PairMaps from two interned operands (hashed by their ids) to a
- * result, in uctx->memo[slot]; a NULL result is cached too */
+ * result, in uctx->memo[slot] (heap tables, freed with the context); a NULL result is cached too */
 static uint64_t pmemo_hash(uint32_t ia, uint32_t ib) { return hash_mix(hash_mix(0x51ed27, ia), ib); }
 bool pmemo_get(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void **r) {
-  const PairMap *m = uctx->memo[slot];
-  const PairEnt *e = m ? pairmap_find(m, a, b, pmemo_hash(ia, ib)) : NULL;
+  const PairEnt *e = pairmap_find(&uctx->memo[slot], a, b, pmemo_hash(ia, ib));
   if (!e) return false;
   *r = e->v;
   return true;
 }
 void pmemo_put(int slot, const void *a, uint32_t ia, const void *b, uint32_t ib, const void *r) {
-  PairMap *m = uctx->memo[slot];
-  if (!m) {
-    m = uctx->memo[slot] = arena_alloc(ga(), sizeof *m);
-    pairmap_init(m, ga());
-  }
-  pairmap_put(m, a, b, pmemo_hash(ia, ib), r);
+  pairmap_put(&uctx->memo[slot], a, b, pmemo_hash(ia, ib), r);
 }
 
 /* a vm1 dim's contribution to a vm2 dim in View.__add__: idx_d1 * s1 */

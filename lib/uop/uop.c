@@ -87,8 +87,22 @@ void uop_ctx_free(UCtx *c) {
   arena_free(&c->scratch);
   free(c->walk_stack);
   iset_free(&c->uops); iset_free(&c->values); iset_free(&c->views); iset_free(&c->sts); iset_free(&c->metas);
+  for (size_t i = 0; i < sizeof c->memo / sizeof c->memo[0]; i++) pairmap_free(&c->memo[i]);
   if (uctx == c) uctx = NULL;
   free(c);
+}
+
+size_t uop_ctx_table_bytes(const UCtx *c, size_t *largest) {
+  size_t sz[5 + sizeof c->memo / sizeof c->memo[0]], n = 0, k = 0;
+  const ISet *sets[5] = {&c->uops, &c->values, &c->views, &c->sts, &c->metas};
+  for (int i = 0; i < 5; i++) sz[k++] = iset_bytes(sets[i]);
+  for (size_t i = 0; i < sizeof c->memo / sizeof c->memo[0]; i++) sz[k++] = pairmap_bytes(&c->memo[i]);
+  *largest = 0;
+  for (size_t i = 0; i < k; i++) {
+    n += sz[i];
+    if (sz[i] > *largest) *largest = sz[i];
+  }
+  return n;
 }
 
 /* ---- interning constructor ---- */

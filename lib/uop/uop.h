@@ -217,7 +217,7 @@ typedef struct UCtx {
   uint32_t next_vid;           /* the next id of a Value, View, ShapeTracker or Metadata */
   int64_t next_unique;         /* UNIQUE counter for buffers the scheduler creates */
   Options opt;
-  void *memo[12];              /* per-context caches of pure functions, owned by stages: lib/shape's (View.__add__, ShapeTracker.__add__, from_shape, movement ops) */
+  PairMap memo[12];            /* per-context caches of pure functions (heap tables), owned by stages: lib/shape's (View.__add__, ShapeTracker.__add__, from_shape, movement ops) */
   uint32_t walk_epoch; int walk_depth; /* toposort: the running walk's epoch, how many walks are open */
   void *walk_stack; size_t walk_cap;   /* toposort: the outermost walk's (node, visited) stack, reused */
   const Value *vsmall[132];    /* lib/uop: interned None, False, True and the ints -1..127, once looked up */
@@ -230,6 +230,9 @@ extern _Thread_local UCtx *uctx;                /* the current context */
 UCtx *uop_ctx_new(void);                        /* creates and makes current */
 void value_sets_init(UCtx *c);                  /* lib/uop: the value, view, ShapeTracker and Metadata intern sets (uop_ctx_new) */
 void uop_ctx_free(UCtx *c);
+/* the bytes of c's heap tables (intern sets and memos) and of the largest one (for bench: they only
+ * grow, and a growing table holds its old one, at most half the largest, until it is rehashed) */
+size_t uop_ctx_table_bytes(const UCtx *c, size_t *largest);
 static inline Arena *ga(void) { return &uctx->arena; }
 
 /* small constructors used everywhere */

@@ -81,8 +81,8 @@ bool map_del(Map *m, const void *key, uint64_t h);
 /* ---- intern set: open addressing over pointers with caller-given hash and equality ----
  * A slot is 8 bytes: the pointer, with the top 16 bits of its hash in the pointer's unused top
  * bits (user addresses are below 2^48), so a probe calls eq only on a tag match; growing the
- * table asks the set's hash function (iset_init) for each entry's full hash again. At the half
- * load the table keeps, the slots of a million-node graph take half the memory 16-byte slots did. */
+ * table asks the set's hash function (iset_init) for each entry's full hash again. The table grows
+ * past 3/4 full (the tags keep the longer probes cheap), from 64 slots. */
 typedef uint64_t (*IHash)(const void *stored);
 typedef struct ISet { uint64_t *slots; size_t cap, n; IHash hash; } ISet;
 typedef bool (*IEq)(const void *stored, const void *probe);
@@ -91,13 +91,18 @@ void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe); /* NULL when ab
 void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backed; iset_free */
 void iset_free(ISet *s);
 void iset_reserve(ISet *s, size_t n);                             /* room for n entries without growing */
+static inline size_t iset_bytes(const ISet *s) { return s->cap * sizeof *s->slots; }
 
-/* ---- a map from pointer pairs to a pointer (arena backed): tinygrad's dicts and caches keyed by
- * (UOp, ShapeTracker) or by two interned operands; h is the caller's hash of the pair (ids, never
- * addresses); a stored value may be NULL ---- */
+/* ---- a map from pointer pairs to a pointer: tinygrad's dicts and caches keyed by (UOp,
+ * ShapeTracker) or by two interned operands; h is the caller's hash of the pair (ids, never
+ * addresses); a stored value may be NULL. Its table is in the arena ar, or, with ar NULL (a zeroed
+ * PairMap), on the heap, where a grown table frees the one it replaces: a cache that lives as long
+ * as its context leaves no old tables behind (pairmap_free) ---- */
 typedef struct PairEnt { const void *a, *b, *v; uint64_t h; } PairEnt;  /* a NULL: empty */
 typedef struct PairMap { PairEnt *t; size_t cap, n; Arena *ar; } PairMap;
 static inline void pairmap_init(PairMap *m, Arena *a) { *m = (PairMap){NULL, 0, 0, a}; }
+void pairmap_free(PairMap *m);                  /* a heap PairMap's table (an arena one's stays) */
+static inline size_t pairmap_bytes(const PairMap *m) { return m->cap * sizeof *m->t; }
 const PairEnt *pairmap_find(const PairMap *m, const void *a, const void *b, uint64_t h); /* NULL when absent */
 bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const void *v);  /* true when (a, b) is new */
 
