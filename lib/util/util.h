@@ -81,8 +81,8 @@ bool map_del(Map *m, const void *key, uint64_t h);
 /* ---- intern set: open addressing over pointers with caller-given hash and equality ----
  * A slot is 8 bytes: the pointer, with the top 16 bits of its hash in the pointer's unused top
  * bits (user addresses are below 2^48), so a probe calls eq only on a tag match; growing the
- * table asks the set's hash function (iset_init) for each entry's full hash again. The table grows
- * past 3/4 full (the tags keep the longer probes cheap), from 64 slots. */
+ * table asks the set's hash function (iset_init) for each entry's full hash again. At the half
+ * load the table keeps, the slots of a million-node graph take half the memory 16-byte slots did. */
 typedef uint64_t (*IHash)(const void *stored);
 typedef struct ISet { uint64_t *slots; size_t cap, n; IHash hash; } ISet;
 typedef bool (*IEq)(const void *stored, const void *probe);
