@@ -315,11 +315,14 @@ static DriverRun *run_on(Graph *g, Schedule *s0, int dev) {
         var_vals(s, ot, &vv);
         out_shape_vars(ot, &vv, o);
         o->data = arena_alloc(ga(), o->nbytes + 16);
-        UOp *base = u_base(ot);
-        if (base->op == OP_ASSIGN) base = u_buf_uop(base);
-        if (base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EDEVICE, "output %d is a %s, not a realized buffer", i, op_names[base->op]);
-        const ShapeTracker *st = ot == base ? NULL : concrete_st(u_st(ot), &vv);
-        got = rt_read_st(rt, base, -1, st && !st_contiguous(st) ? st : NULL, o->data, o->nbytes);
+        int shard = -1;
+        UOp *base = rt_value_base(ot, &shard);
+        /* a constant (tinygrad leaves one unrealized) is its value through the output's views */
+        bool cst = base->op == OP_CONST;
+        if (!cst && base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EDEVICE, "output %d is a %s, not a realized buffer", i, op_names[base->op]);
+        const ShapeTracker *st = ot == base ? NULL : u_st(ot);
+        st = st ? concrete_st(st, &vv) : cst ? st_from_shape(sl_ints(o->ndim, o->shape), NULL) : NULL;
+        got = rt_read_st(rt, base, shard, cst || (st && !st_contiguous(st)) ? st : NULL, o->data, o->nbytes);
       } else {
         out_shape(ot, o);
         o->data = arena_alloc(ga(), o->nbytes + 16);

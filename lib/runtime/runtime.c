@@ -501,10 +501,7 @@ size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
   /* a constant is its value through t's views, 0 where they mask it */
   if (base->op == OP_CONST) {
     const ShapeTracker *st = u_st(t);
-    if (!st) st = st_from_shape(u_shape(t), NULL);
-    unsigned char v[16];
-    rt_const_bytes(dt_base(base->dtype), base->arg, v);
-    return st_gather(st, v, 0, (size_t)dt_base(base->dtype)->itemsize, out, cap);
+    return rt_read_st(rt, base, shard, st ? st : st_from_shape(u_shape(t), NULL), out, cap);
   }
   if (base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EINPUT, "runtime: can't read a %s (not a realized buffer)", op_names[base->op]);
   if (t == base || (u_base(t) == t && st_contiguous(u_st(t)))) return rt_read_st(rt, base, shard, NULL, out, cap);
@@ -514,6 +511,12 @@ size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
 }
 
 size_t rt_read_st(Runtime *rt, UOp *base, int shard, const ShapeTracker *st, void *out, size_t cap) {
+  if (base->op == OP_CONST) { /* its value through st (which it needs: a constant has no buffer), 0 where st masks it */
+    if (!st) tg_fail(TG_EINTERNAL, "runtime: a constant read without its view");
+    unsigned char v[16];
+    rt_const_bytes(dt_base(base->dtype), base->arg, v);
+    return st_gather(st, v, 0, (size_t)dt_base(base->dtype)->itemsize, out, cap);
+  }
   RtBuf *b = rt_buffer(rt, base, shard);
   if (!st) {
     size_t n = b->nbytes < cap ? b->nbytes : cap;

@@ -83,7 +83,8 @@ UOp *rt_value_base(UOp *t, int *shard);
  * bound variable that was never realized, or movement ops/VIEWs of one, gathered C-contiguously into out (u_size(t) elements of t's dtype); returns bytes written */
 size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap);
 /* the same for a buffer read through st (NULL: its bytes as they are), e.g. a symbolic output's
- * ShapeTracker with its variables bound (shapes and strides must be ints) */
+ * ShapeTracker with its variables bound (shapes and strides must be ints); base may be a CONST,
+ * read through st (not NULL), 0 where st masks it */
 size_t rt_read_st(Runtime *rt, UOp *base, int shard, const ShapeTracker *st, void *out, size_t cap);
 
 #endif

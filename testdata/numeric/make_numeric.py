@@ -116,6 +116,16 @@ sy = Tensor(np.array([1e8, 3e7, 1e9, 7.0], dtype=np.float32)).realize()
 sz = Tensor(np.array([1e8, 3e7, 1e9, 7.0], dtype=np.float32)).realize()
 case("sub_grouping", [sx - (sz - sy), (sx * 2) - (sz * 1.5 - sy * 1.5)])
 
+# symbolic_const_output: outputs that are a constant seen through views with a bound variable (a
+# pad by n of a const expanded over n): tinygrad leaves such an output unrealized (no kernel), and
+# `tgc run` reads it through its views with n bound, 0 where the pad masks it (seed 64199 of
+# `randgraph.py --extended --numeric --options --ops 16`, made small)
+from tinygrad import Variable
+vn = Variable("n", 1, 14).bind(4)
+cs = Tensor.ones(5, 3, 5).reshape(5, 3, 5, 1).expand(5, 3, 5, vn).permute(3, 0, 1, 2)
+case("symbolic_const_output", [cs.pad(((0, vn), None, None, None)).shrink(((0, 3), None, (1, 3), None)),
+                               (cs * 2).pad(((1, vn), None, None, None)).shrink(((0, 6), None, None, None))])
+
 # testdata/exact/cancel_sums (not a `make conformance` case: `--fast-sums` reorders float sums):
 # rows of +-1e5, in runs of four, with small noise sum to a small value by cancellation, so the
 # order of the additions decides the result; `tgc run` must give tinygrad's values (tests/cli.sh
