@@ -14,6 +14,9 @@
 /* ---- arg helpers ---- */
 const Value *v_sint(Sint s) { return s.u ? v_uop(s.u) : v_int(s.c); }
 Sint sint_of_value(const Value *v) {
+  /* tinygrad's are Python ints; tgc's shapes and view arguments are 64-bit */
+  if (v && v->kind == V_INT && v->n == 1)
+    tg_fail(TG_EINPUT, "a shape or view argument of %llu is 2**63 or more (tgc's shapes are 64-bit integers)", (unsigned long long)v->i);
   if (v && v->kind == V_INT) return si(v->i);
   if (v && v->kind == V_BOOL) return si(v->b);
   if (v && v->kind == V_UOP) return S_u(v->u);
