@@ -564,11 +564,12 @@ static int heuristic_agreement(const char *tsv, const KTarget *t, int *lines_out
 Test(codegen, heuristic_matches_tinygrad, .timeout = 600) {
   int lines, sg, sn, good = heuristic_agreement("testdata/opts/hand_coded.tsv", &ktarget_c, &lines, &sg, &sn), bad = lines - good;
   cr_expect_gt(lines, 100);
-  /* known differences (2.3% at the time of writing): kernels of several reduces over one axis with
-   * different sizes (tinygrad's per-ShapeTracker shape check refuses the UNROLL), and buffers whose
-   * composed ShapeTracker's views[-1].strides differ from the index's coefficients tgc reads */
+  /* known differences (0.99% at the time of writing, 2.3% before kernels with a reduce under a
+   * reduce got tinygrad's view_right): kernels of several reduces over one axis with different
+   * sizes (tinygrad's per-ShapeTracker shape check refuses the UNROLL), and buffers whose composed
+   * ShapeTracker's views[-1].strides differ from the index's coefficients tgc reads */
   fprintf(stderr, "heuristic: %d of %d kernels get tinygrad's opts (%.2f%%)\n", lines - bad, lines, 100.0 * (lines - bad) / lines);
-  cr_expect_geq((lines - bad) * 1000L, lines * 975L, "%d of %d kernels differ from tinygrad's opts (bar 97.5%% agree)", bad, lines);
+  cr_expect_geq((lines - bad) * 1000L, lines * 988L, "%d of %d kernels differ from tinygrad's opts (bar 98.8%% agree)", bad, lines);
 }
 
 /* the same on a GPU target: tinygrad's OpenCLRenderer (locals and shared memory, no tensor cores;
@@ -579,8 +580,8 @@ Test(codegen, heuristic_matches_tinygrad_opencl, .timeout = 600) {
   int lines, sg, sn, good = heuristic_agreement("testdata/opts/hand_coded_opencl.tsv", &ktarget_opencl, &lines, &sg, &sn), bad = lines - good;
   cr_expect_gt(lines, 100);
   cr_expect_gt(sn, lines * 9 / 10);
-  /* known differences (2.6% at the time of writing, 0.6% of the kernels tgc names as tinygrad
-   * does): the CPU model's above (159 kernels: their UPCAST/UNROLL choice differs on both
+  /* known differences (1.2% at the time of writing, 0.5% of the kernels tgc names as tinygrad
+   * does): the CPU model's above (their UPCAST/UNROLL choice differs on both
    * renderers, and what follows them too), kernels whose axes tgc merges differently and on which
    * the CPU opts agree by chance (E_16_3_3_3 for tinygrad's E_16_27: a masked random-init buffer
    * whose valid tinygrad's view composition leaves on one axis, so the LOCAL ranking sees other
@@ -589,9 +590,9 @@ Test(codegen, heuristic_matches_tinygrad_opencl, .timeout = 600) {
   fprintf(stderr, "GPU heuristic: %d of %d kernels get tinygrad's opts (%.2f%%); %d of the %d kernels tgc names as tinygrad does (%.2f%%)\n",
           lines - bad, lines, 100.0 * (lines - bad) / lines, sg, sn, 100.0 * sg / sn);
   /* the heuristic on the kernels it sees as tinygrad does: the CPU test's bar; over every kernel, what
-   * the CPU model's differences above leave (97.42% at the time of writing) */
-  cr_expect_geq(sg * 1000L, sn * 975L, "%d of %d same-named kernels differ from tinygrad's OpenCL opts (bar 97.5%% agree)", sn - sg, sn);
-  cr_expect_geq((lines - bad) * 1000L, lines * 974L, "%d of %d kernels differ from tinygrad's OpenCL opts (bar 97.4%% agree)", bad, lines);
+   * the CPU model's differences above leave (98.78% at the time of writing) */
+  cr_expect_geq(sg * 1000L, sn * 988L, "%d of %d same-named kernels differ from tinygrad's OpenCL opts (bar 98.8%% agree)", sn - sg, sn);
+  cr_expect_geq((lines - bad) * 1000L, lines * 985L, "%d of %d kernels differ from tinygrad's OpenCL opts (bar 98.5%% agree)", bad, lines);
 }
 
 /* numpy: float32 -> float16 bits */
