@@ -126,6 +126,20 @@ cs = Tensor.ones(5, 3, 5).reshape(5, 3, 5, 1).expand(5, 3, 5, vn).permute(3, 0, 
 case("symbolic_const_output", [cs.pad(((0, vn), None, None, None)).shrink(((0, 3), None, (1, 3), None)),
                                (cs * 2).pad(((1, vn), None, None, None)).shrink(((0, 6), None, None, None))])
 
+# double_reduce_split / double_reduce_shrink: a reduce under a reduce in one kernel (DONT_GROUP_REDUCES
+# keeps a split sum's two reduces together; FUSE_CONV_BW fuses a sum of row sums shrunk by a bound
+# variable). tinygrad's codegen view_right merges them into one reduce, so one accumulator adds in
+# its order, and swizzles the shrink into the inner reduce, where it is lost: tinygrad sums all eight
+# rows (seeds 65144 and 65253 of `randgraph.py --extended --numeric --options --ops 10`, made small)
+rd = np.random.default_rng(23)
+with tgc_graph.options({"DONT_GROUP_REDUCES": 1}):
+  xd = Tensor(rd.standard_normal((5, 1024, 32), dtype=np.float32)).realize()
+  case("double_reduce_split", [xd.sum().sin(), xd.sum(axis=(0, 1)).sin()])
+with tgc_graph.options({"FUSE_CONV_BW": 1}):
+  xe = Tensor(rd.standard_normal((8, 5), dtype=np.float32)).realize()
+  vd = Variable("n", 1, 8).bind(7)
+  case("double_reduce_shrink", [xe.sum(1).shrink(((0, vd),)).sum().contiguous()])
+
 # testdata/exact/cancel_sums (not a `make conformance` case: `--fast-sums` reorders float sums):
 # rows of +-1e5, in runs of four, with small noise sum to a small value by cancellation, so the
 # order of the additions decides the result; `tgc run` must give tinygrad's values (tests/cli.sh
