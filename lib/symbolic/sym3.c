@@ -144,6 +144,55 @@ static UOp *reduce_mul_chain(const Match *m, void *ctx) {
   return r;
 }
 
+/* the same on an UNROLL's lanes. tinygrad moves the muls out at its initial symbolic, before its
+ * expander turns the UNROLL into lanes, when the REDUCE's source is one MUL chain and the UNROLL is
+ * among the REDUCE's sources (so a factor that uses it stays inside). tgc's lowering hands sym the
+ * lanes already (a VECTORIZE, lower.c): a factor goes out when it is the same node at the same place
+ * of every lane's chain (it does not use the UNROLL) and uses none of the REDUCE's ranges; the
+ * lanes keep the rest, in order. Lanes whose chains differ in length (a lane folded apart) are
+ * left as they are. */
+static UOp *reduce_mul_chain_lanes_impl(const Match *m, void *ctx) {
+  UOp *r = M("r"), *vec = r->src[0];
+  if (r->arg->kind != V_OPS || (r->arg->op != OP_ADD && r->arg->op != OP_MAX)) return NULL;
+  int nl = vec->nsrc, n = 0;
+  if (nl < 2 || r->dtype != vec->src[0]->dtype) return NULL;
+  UOp ***ms = SALLOC(UOp **, nl);
+  for (int l = 0; l < nl; l++) {
+    int k;
+    ms[l] = split_all(vec->src[l], OP_MUL, &k);
+    if (l && k != n) return NULL;
+    n = k;
+  }
+  bool *out = SALLOC(bool, n);
+  int no = 0;
+  for (int i = 0; i < n; i++) {
+    UOp *f = ms[0][i];
+    bool free_ = true;
+    for (int l = 1; l < nl && free_; l++) free_ = ms[l][i] == f;
+    for (int j = 1; j < r->nsrc && free_; j++) if (u_in_toposort(f, r->src[j])) free_ = false;
+    out[i] = free_ && (r->arg->op != OP_MAX || n_ge(u_lo(f), n_int(0)));
+    no += out[i];
+  }
+  if (no == 0) return NULL;
+  UOp **outside = SALLOC(UOp *, no), **inside = SALLOC(UOp *, n), **lanes = SALLOC(UOp *, nl);
+  for (int i = 0, k = 0; i < n; i++) if (out[i]) outside[k++] = ms[0][i];
+  for (int l = 0; l < nl; l++) {
+    int ni = 0;
+    for (int i = 0; i < n; i++) if (!out[i]) inside[ni++] = ms[l][i];
+    lanes[l] = ni ? prod(ni, inside) : u_const_like_i(vec->src[l], 1);
+  }
+  UOp **s = SALLOC(UOp *, r->nsrc);
+  s[0] = uop_new(OP_VECTORIZE, vec->dtype, nl, lanes, vec->arg, NULL);
+  for (int i = 1; i < r->nsrc; i++) s[i] = r->src[i];
+  return u_mul(uop_replace(r, NULL, r->nsrc, s, NULL, NULL), prod(no, outside));
+}
+static UOp *reduce_mul_chain_lanes(const Match *m, void *ctx) {
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  UOp *r = reduce_mul_chain_lanes_impl(m, ctx);
+  arena_pop(&uctx->scratch, mk);
+  return r;
+}
+
 #define IDX_GATE(v) UP(.ops = OPS(OP_INDEX), SRC(UP(), UP(), CONSTVD(v, SC_BOOL)))
 static const Rule sym_rules[] = {
   // LOAD/STORE -> NOOP
@@ -203,6 +252,7 @@ static const Rule sym_rules[] = {
        SRC(P2(OP_MUL, X, UP(.ops = OPS(OP_CONST), .name = "c")))), rw_reduce_const },
   // reduce mul chain, move muls after the reduce
   { UP(.ops = OPS(OP_REDUCE), .name = "r", .allow_any_len = true, SRC(UP(.ops = OPS(OP_MUL)))), reduce_mul_chain },
+  { UP(.ops = OPS(OP_REDUCE), .name = "r", .allow_any_len = true, SRC(UP(.ops = OPS(OP_VECTORIZE)))), reduce_mul_chain_lanes },
 };
 
 void sym_init(void) {

@@ -140,6 +140,10 @@ with tgc_graph.options({"FUSE_CONV_BW": 1}):
   vd = Variable("n", 1, 8).bind(7)
   case("double_reduce_shrink", [xe.sum(1).shrink(((0, vd),)).sum().contiguous()])
 
+# sum_mul_unrolled: (x*3) summed over 5120 rows under tinygrad's UNROLL:0:4; tinygrad moves the *3
+# out of the sum before it expands the unroll (reduce_mul_chain), so it sums x and scales once
+case("sum_mul_unrolled", [(xd * 3).sum(axis=(0, 1))])
+
 # testdata/exact/cancel_sums (not a `make conformance` case: `--fast-sums` reorders float sums):
 # rows of +-1e5, in runs of four, with small noise sum to a small value by cancellation, so the
 # order of the additions decides the result; `tgc run` must give tinygrad's values (tests/cli.sh
