@@ -1473,13 +1473,16 @@ Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) { return
 
 /* a REDUCE_AXIS with another in its source's graph */
 static bool has_double_reduce(UList topo) {
-  for (int i = 0; i < topo.n; i++) {
+  bool found = false;
+  for (int i = 0; i < topo.n && !found; i++) {
     UOp *u = topo.v[i];
     if (u->op != OP_REDUCE_AXIS) continue;
-    UList t = uop_toposort(u->src[0], NULL, NULL);
-    for (int j = 0; j < t.n; j++) if (t.v[j]->op == OP_REDUCE_AXIS) return true;
+    ArenaMark mk = arena_mark(&uctx->scratch);
+    UList t = uop_toposort_in(&uctx->scratch, u->src[0], NULL, NULL);
+    for (int j = 0; j < t.n && !found; j++) found = t.v[j]->op == OP_REDUCE_AXIS;
+    arena_pop(&uctx->scratch, mk);
   }
-  return false;
+  return found;
 }
 
 Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTarget *tg) {
