@@ -4,7 +4,9 @@
  * <criterion/criterion.h> (the helpers assert with cr_assert).
  *   corpus_case_begin/end  a fresh UCtx per case over the test's outer one
  *   corpus_oracle          the corpus root
- *   corpus_tmpdir          one mkdtemp directory per binary (template "/tmp/tgc_NAME_XXXXXX")
+ *   corpus_tmpdir          one mkdtemp directory per test process (template "/tmp/tgc_NAME_XXXXXX")
+ *   corpus_tmp_track       a temporary directory for corpus_tmp_fini to remove
+ *   corpus_tmp_fini        removes them: a suite's .fini (TestSuite(NAME, .fini = corpus_tmp_fini))
  *   corpus_symbolic_dir    tests/aot/symbolic (symbolic-shape numeric cases recorded from tinygrad)
  *   corpus_list            sorted NAME of every NAME.graph.json under a directory
  *   corpus_run_numeric     schedule + run one numeric case on a device and compare it with its
@@ -16,6 +18,7 @@
 #ifndef TGC_TESTS_CORPUS_H
 #define TGC_TESTS_CORPUS_H
 #include <dirent.h>
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,10 +37,24 @@ static inline const char *corpus_oracle(void) {
   return o && *o ? o : "../shared/oracle";
 }
 
-/* a temporary directory made once from tmpl (a writable "/tmp/..._XXXXXX" array) */
+/* the temporary directories this test process made; every test runs in a process of its own, which
+ * need not exit through atexit, so a suite's .fini removes them after each test */
+static const char *corpus_tmp_dirs[8];
+static int corpus_tmp_n;
+static inline const char *corpus_tmp_track(const char *dir) {
+  if (corpus_tmp_n < 8) corpus_tmp_dirs[corpus_tmp_n++] = dir;
+  return dir;
+}
+static inline int corpus_rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) { return remove(path); }
+static inline void corpus_tmp_fini(void) {
+  for (int i = 0; i < corpus_tmp_n; i++) nftw(corpus_tmp_dirs[i], corpus_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+  corpus_tmp_n = 0;
+}
+/* a temporary directory made once from tmpl (a writable "/tmp/..._XXXXXX" array), removed by
+ * corpus_tmp_fini */
 static inline const char *corpus_tmpdir(char *tmpl) {
   static bool made;
-  if (!made) { cr_assert(mkdtemp(tmpl) != NULL, "mkdtemp %s", tmpl); made = true; }
+  if (!made) { cr_assert(mkdtemp(tmpl) != NULL, "mkdtemp %s", tmpl); made = true; corpus_tmp_track(tmpl); }
   return tmpl;
 }
 

@@ -31,6 +31,7 @@
 #define list_cases corpus_list
 static char tmp_root[] = "/tmp/tgc_gpu_XXXXXX";
 static const char *tmpdir(void) { return corpus_tmpdir(tmp_root); }
+TestSuite(gpu, .fini = corpus_tmp_fini);
 
 /* ---- launch ---- */
 Test(gpu, launch) {

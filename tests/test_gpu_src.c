@@ -23,6 +23,7 @@
 #include "runtime/gpu.h"
 
 static char tmp_root[] = "/tmp/tgc_gpusrc_XXXXXX";
+TestSuite(gpu_src, .fini = corpus_tmp_fini);
 
 /* ---- the two checkers: text -> number of problems, the first one in why ---- */
 static int cl_problems(CXIndex idx, const char *path, const char *text, char *why, size_t wn) {

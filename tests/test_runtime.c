@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "driver/driver.h"
+#include "corpus.h"
 #include "render/render.h"
 #include "runtime/runtime.h"
 
@@ -25,9 +26,10 @@ static const char *oracle(void) {
 static char cache_dir[] = "/tmp/tgc_rtcache_XXXXXX";
 static void use_temp_cache(void) {
   static bool made;
-  if (!made) { cr_assert(mkdtemp(cache_dir) != NULL); made = true; }
+  if (!made) { cr_assert(mkdtemp(cache_dir) != NULL); made = true; corpus_tmp_track(cache_dir); }
   setenv("XDG_CACHE_HOME", cache_dir, 1);
 }
+TestSuite(runtime, .fini = corpus_tmp_fini);
 
 /* values equal within rtol 1e-4 / atol 1e-5 (floats), 1e-3 for 16-bit floats, exact for ints:
  * driver_close's rule (what `tgc run --expect` uses) with the tighter 16-bit tolerance */
@@ -211,8 +213,9 @@ static const Program *matmul_program(void) {
 
 /* the second compile of the same source is a cache hit; the kernel computes 1x1 @ 1x1 */
 Test(runtime, cache) {
-  char dir[] = "/tmp/tgc_rtcache2_XXXXXX";
+  static char dir[] = "/tmp/tgc_rtcache2_XXXXXX";
   cr_assert(mkdtemp(dir) != NULL);
+  corpus_tmp_track(dir);
   setenv("XDG_CACHE_HOME", dir, 1);
   UCtx *c = uop_ctx_new();
   TgTry t;
@@ -246,8 +249,9 @@ Test(runtime, cache) {
 
 /* a compiler that fails gives TG_EDEVICE "kernel NAME: <its diagnostics>" */
 Test(runtime, compiler_failure) {
-  char dir[] = "/tmp/tgc_rtcache3_XXXXXX";
+  static char dir[] = "/tmp/tgc_rtcache3_XXXXXX";
   cr_assert(mkdtemp(dir) != NULL);
+  corpus_tmp_track(dir);
   setenv("XDG_CACHE_HOME", dir, 1);
   setenv("TGC_CC", "sh", 1);
   UCtx *c = uop_ctx_new();
