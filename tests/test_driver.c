@@ -21,9 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <ftw.h>
 #include <criterion/hooks.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,31 +34,16 @@
 #define case_end corpus_case_end
 #define oracle corpus_oracle
 #define list_cases corpus_list
-/* one scratch directory for the whole run where the runner runs the PRE_ALL hook: made before the
- * tests' processes start (they find it in $TGC_DRIVER_TMP) and removed, with the kernel cache in
- * it, when all have ended. Under Debian 12's Criterion the tests do not see it (no PRE_ALL output
- * comes before them): each test process then makes its own (tmpdir), which the suite's fini
- * removes */
+/* each test process's own scratch directory (tests run in parallel, each in a process of its own),
+ * with its kernel cache in it; the suite's fini removes it after the test. (A directory shared by
+ * the whole run, made in a PRE_ALL report hook, was never seen by the tests under Debian 12's
+ * Criterion, so each process made its own anyway.) */
 static char tmp_root[] = "/tmp/tgc_driver_XXXXXX";
-ReportHook(PRE_ALL)(struct criterion_test_set *set) {
-  if (mkdtemp(tmp_root)) setenv("TGC_DRIVER_TMP", tmp_root, 1);
-}
-ReportHook(POST_ALL)(struct criterion_global_stats *stats) {
-  const char *d = getenv("TGC_DRIVER_TMP");
-  if (d && *d) nftw(d, corpus_rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-/* a test process's own directory when the runner made none (this Criterion runs no PRE_ALL hook) is
- * removed, with the kernel cache in it, by the suite's fini */
 TestSuite(driver, .fini = corpus_tmp_fini);
-/* this test process's own directory in it (tests run in parallel) */
 static const char *tmpdir(void) {
-  static char *mine;
+  static const char *mine;
   if (!mine) {
-    const char *d = getenv("TGC_DRIVER_TMP");
-    if (d && *d) {
-      mine = strdup(arena_printf(ga(), "%s/p%d", d, (int)getpid()));
-      cr_assert(mkdir(mine, 0700) == 0, "mkdir %s", mine);
-    } else mine = (char *)corpus_tmpdir(tmp_root);
+    mine = corpus_tmpdir(tmp_root);
     setenv("XDG_CACHE_HOME", arena_printf(ga(), "%s/cache", mine), 1);
   }
   return mine;
