@@ -118,48 +118,25 @@ static UOp *prod(int n, UOp *const *xs) {
   for (int i = 1; i < n; i++) r = u_mul(r, xs[i]);
   return r;
 }
+/* tinygrad's reduce_mul_chain: the factors of the REDUCE's MUL chain that use none of its ranges go
+ * after it. On an UNROLL's lanes too: tinygrad moves the muls out at its initial symbolic, before
+ * its expander turns the UNROLL into lanes, when the REDUCE's source is one MUL chain and the UNROLL
+ * is among the REDUCE's sources (so a factor that uses it stays inside). tgc's lowering hands sym
+ * the lanes already (a VECTORIZE, lower.c): a factor goes out when it is the same node at the same
+ * place of every lane's chain (it does not use the UNROLL) and uses none of the REDUCE's ranges;
+ * the lanes keep the rest, in order. Lanes whose chains differ in length (a lane folded apart) are
+ * left as they are. A single chain is one lane. */
 static UOp *reduce_mul_chain_impl(const Match *m, void *ctx) {
-  UOp *r = M("r");
+  UOp *r = M("r"), *src = r->src[0];
   if (r->arg->kind != V_OPS || (r->arg->op != OP_ADD && r->arg->op != OP_MAX)) return NULL;
-  if (r->dtype != r->src[0]->dtype) return NULL;
-  int n, ni = 0, no = 0;
-  UOp **ms = split_all(r->src[0], OP_MUL, &n), **inside = SALLOC(UOp *, n), **outside = SALLOC(UOp *, n);
-  for (int i = 0; i < n; i++) {
-    bool free_ = true;
-    for (int j = 1; j < r->nsrc && free_; j++) if (u_in_toposort(ms[i], r->src[j])) free_ = false;
-    if (free_ && (r->arg->op != OP_MAX || n_ge(u_lo(ms[i]), n_int(0)))) outside[no++] = ms[i];
-    else inside[ni++] = ms[i];
-  }
-  if (no == 0) return NULL;
-  UOp **s = arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)(r->nsrc + 1));
-  s[0] = ni ? prod(ni, inside) : u_const_like_i(r->src[0], 1);
-  for (int i = 1; i < r->nsrc; i++) s[i] = r->src[i];
-  return u_mul(uop_replace(r, NULL, r->nsrc, s, NULL, NULL), prod(no, outside));
-}
-
-static UOp *reduce_mul_chain(const Match *m, void *ctx) {
-  ArenaMark mk = arena_mark(&uctx->scratch);
-  UOp *r = reduce_mul_chain_impl(m, ctx);
-  arena_pop(&uctx->scratch, mk);
-  return r;
-}
-
-/* the same on an UNROLL's lanes. tinygrad moves the muls out at its initial symbolic, before its
- * expander turns the UNROLL into lanes, when the REDUCE's source is one MUL chain and the UNROLL is
- * among the REDUCE's sources (so a factor that uses it stays inside). tgc's lowering hands sym the
- * lanes already (a VECTORIZE, lower.c): a factor goes out when it is the same node at the same place
- * of every lane's chain (it does not use the UNROLL) and uses none of the REDUCE's ranges; the
- * lanes keep the rest, in order. Lanes whose chains differ in length (a lane folded apart) are
- * left as they are. */
-static UOp *reduce_mul_chain_lanes_impl(const Match *m, void *ctx) {
-  UOp *r = M("r"), *vec = r->src[0];
-  if (r->arg->kind != V_OPS || (r->arg->op != OP_ADD && r->arg->op != OP_MAX)) return NULL;
-  int nl = vec->nsrc, n = 0;
-  if (nl < 2 || r->dtype != vec->src[0]->dtype) return NULL;
+  bool vec = src->op == OP_VECTORIZE;
+  int nl = vec ? src->nsrc : 1, n = 0;
+  UOp *const *lane = vec ? src->src : &r->src[0];
+  if ((vec && nl < 2) || r->dtype != lane[0]->dtype) return NULL;
   UOp ***ms = SALLOC(UOp **, nl);
   for (int l = 0; l < nl; l++) {
     int k;
-    ms[l] = split_all(vec->src[l], OP_MUL, &k);
+    ms[l] = split_all(lane[l], OP_MUL, &k);
     if (l && k != n) return NULL;
     n = k;
   }
@@ -179,16 +156,16 @@ static UOp *reduce_mul_chain_lanes_impl(const Match *m, void *ctx) {
   for (int l = 0; l < nl; l++) {
     int ni = 0;
     for (int i = 0; i < n; i++) if (!out[i]) inside[ni++] = ms[l][i];
-    lanes[l] = ni ? prod(ni, inside) : u_const_like_i(vec->src[l], 1);
+    lanes[l] = ni ? prod(ni, inside) : u_const_like_i(lane[l], 1);
   }
   UOp **s = SALLOC(UOp *, r->nsrc);
-  s[0] = uop_new(OP_VECTORIZE, vec->dtype, nl, lanes, vec->arg, NULL);
+  s[0] = vec ? uop_new(OP_VECTORIZE, src->dtype, nl, lanes, src->arg, NULL) : lanes[0];
   for (int i = 1; i < r->nsrc; i++) s[i] = r->src[i];
   return u_mul(uop_replace(r, NULL, r->nsrc, s, NULL, NULL), prod(no, outside));
 }
-static UOp *reduce_mul_chain_lanes(const Match *m, void *ctx) {
+static UOp *reduce_mul_chain(const Match *m, void *ctx) {
   ArenaMark mk = arena_mark(&uctx->scratch);
-  UOp *r = reduce_mul_chain_lanes_impl(m, ctx);
+  UOp *r = reduce_mul_chain_impl(m, ctx);
   arena_pop(&uctx->scratch, mk);
   return r;
 }
@@ -252,7 +229,8 @@ static const Rule sym_rules[] = {
        SRC(P2(OP_MUL, X, UP(.ops = OPS(OP_CONST), .name = "c")))), rw_reduce_const },
   // reduce mul chain, move muls after the reduce
   { UP(.ops = OPS(OP_REDUCE), .name = "r", .allow_any_len = true, SRC(UP(.ops = OPS(OP_MUL)))), reduce_mul_chain },
-  { UP(.ops = OPS(OP_REDUCE), .name = "r", .allow_any_len = true, SRC(UP(.ops = OPS(OP_VECTORIZE)))), reduce_mul_chain_lanes },
+  // the same on an UNROLL's lanes (tgc's lowering makes them before sym)
+  { UP(.ops = OPS(OP_REDUCE), .name = "r", .allow_any_len = true, SRC(UP(.ops = OPS(OP_VECTORIZE)))), reduce_mul_chain },
 };
 
 void sym_init(void) {
