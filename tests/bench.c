@@ -6,9 +6,9 @@
  * next (the same protocol as tools/tgc_graph.py bench, which reloads the graph for every run).
  * Prints one line: "uops read_ms schedule_ms peak_bytes kernels kernelize_ms" with median
  * times; kernelize_ms is the part of schedule_ms that get_kernelize_map takes (the rest orders the
- * kernels: create_schedule_with_vars). peak_bytes adds the peaks of the context's arenas
- * (graph, scratch), of kernelize's two pass-map arenas and of the context's heap tables (intern sets
- * and memos, with the old table a growing one held): an upper bound on their combined peak.
+ * kernels: create_schedule_with_vars). peak_bytes is the context's MemUse peak: the most bytes
+ * it held at one moment in its arenas (graph, scratch), kernelize's two pass-map arenas, its heap
+ * tables (intern sets and memos, a growing one's old table with the new) and its walk stack.
  * `bench GRAPH N read` only reads (schedule_ms and kernels are then 0). */
 #include "io/graph.h"
 #include "schedule/schedule.h"
@@ -52,9 +52,7 @@ static int run_once(const char *path, const char *text, size_t n, const char *di
     fprintf(stderr, "bench: %s\n", tg_last_error.msg);
     rc = tg_last_error.code ? tg_last_error.code : 70;
   }
-  size_t largest, tables = uop_ctx_table_bytes(c, &largest);
-  /* each at its own peak: an upper bound (a growing table held its old one, at most half the largest) */
-  *peak = c->arena.peak + c->scratch.peak + c->maps_peak + tables + largest / 2;
+  *peak = memuse_peak(&c->mem); /* arenas, pass arenas, heap tables and walk stack, summed at each moment */
   uop_ctx_free(c);
   return rc;
 }

@@ -8,8 +8,8 @@
 # same graph, tg_cold with them cleared before each run (like tgc's runs, each from nothing).
 # Columns: read/sched = median ms of graph_read_mem / create_schedule; kmap = the part of sched that
 # get_kernelize_map takes (the rest is create_schedule_with_vars' ordering); Muops/s = uops per
-# scheduling second; memKB = peak bytes of the compile context (its arenas: the graph's nodes, values and maps, the
-# passes' maps and scratch; and its heap tables: the intern sets and memos); xmem = memKB over the file's size
+# scheduling second; memKB = peak bytes of the compile context at one moment (its arenas: the graph's nodes, values
+# and maps, the passes' maps and scratch; its heap tables: the intern sets and memos; its walk stack); xmem = memKB over the file's size
 # (a small file's is mostly the tables' starting sizes); rssKB = peak RSS of `tgc schedule`; xfile = rssKB
 # over the file's size (a process of tgc's takes about 3 MB before it reads anything, which is most
 # of the RSS of these small files: make scale has the RSS of million-uop graphs); tg_ms = tinygrad's

@@ -1,6 +1,8 @@
 /* Unit tests for the UOp core: interning, dtypes, values, toposort order and depth. */
 #include <criterion/criterion.h>
 #include "uop/uop.h"
+#include "io/graph.h"
+#include "schedule/schedule.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,4 +164,56 @@ Test(uop, bigbuf_taken_by_arena) {
   bigbuf_put(&b3, "leftover", 8);
   bigbuf_free(&b3);
   arena_free(&a);
+}
+
+/* an arena's bytes count where it shares them: the peak is of the sum at one moment (a popped
+ * scratch arena's bytes do not add to what the other holds later), and a zeroed arena counts alone */
+Test(uop, memuse_peak_is_of_the_sum_at_one_moment) {
+  Arena own = {0};
+  (void)arena_alloc(&own, 100);
+  cr_assert_eq(own.own.used, 112); /* 16-byte granules */
+  ArenaMark m0 = arena_mark(&own);
+  (void)arena_alloc(&own, 48);
+  arena_pop(&own, m0);
+  cr_assert_eq(own.own.used, 112);
+  cr_assert_eq(memuse_peak(&own.own), 160);
+  arena_free(&own);
+  cr_assert_eq(own.own.used, 0);
+
+  MemUse u = {0};
+  Arena a = {0}, b = {0};
+  arena_share(&a, &u);
+  arena_share(&b, &u);
+  (void)arena_alloc(&a, 1000);       /* a: 1008 */
+  ArenaMark mb = arena_mark(&b);
+  (void)arena_alloc(&b, 3000);       /* b: 3008, sum 4016 */
+  arena_pop(&b, mb);
+  (void)arena_alloc(&a, 2000);       /* a: 3008, sum 3008 + b's kept empty chunk */
+  cr_assert_eq(u.used, 3008);
+  cr_assert_eq(memuse_peak(&u), 4016, "peak %zu: the sum of the arenas' own peaks would be 6016", memuse_peak(&u));
+  PairMap pm = {0};
+  pm.use = &u;
+  for (uintptr_t i = 1; i <= 100; i++) pairmap_put(&pm, (void *)i, NULL, i * 0x9E3779B97F4A7C15ull, NULL);
+  cr_assert_eq(u.used, 3008 + pairmap_bytes(&pm));
+  pairmap_free(&pm);
+  arena_free(&a);
+  arena_free(&b);
+  cr_assert_eq(u.used, 0);
+}
+
+/* after a schedule, the context's count is what it holds: its arenas' bytes, the intern sets and
+ * memos, and the walk stack (kernelize's pass arenas, freed by then, counted themselves out) */
+Test(uop, context_memuse_counts_what_it_holds) {
+  Graph *g = graph_read_file("testdata/models/mnist_mlp_train.graph.json");
+  Schedule *s = create_schedule(g->sink);
+  cr_assert_gt(s->nkernels, 0);
+  size_t held = 0;
+  for (const Arena *a = &c->arena; a; a = a == &c->arena ? &c->scratch : NULL)
+    for (const ArenaChunk *k = a->head; k; k = k->prev) held += k->off;
+  const ISet *sets[] = {&c->uops, &c->values, &c->views, &c->sts, &c->metas};
+  for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) held += iset_bytes(sets[i]);
+  for (size_t i = 0; i < sizeof c->memo / sizeof c->memo[0]; i++) held += pairmap_bytes(&c->memo[i]);
+  held += c->walk_cap * 2 * sizeof(void *); /* the walk stack's entries: a node and a flag */
+  cr_assert_eq(c->mem.used, held, "counted %zu, held %zu", c->mem.used, held);
+  cr_assert_geq(memuse_peak(&c->mem), held);
 }

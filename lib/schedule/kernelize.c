@@ -918,6 +918,8 @@ static RMap rmap_copy(const RMap *m) {
 static RMap kernelize_run(UOp *sink, const char *stop) {
   kernelize_init();
   MapPP pp = {0};
+  arena_share(&pp.a[0], &uctx->mem);
+  arena_share(&pp.a[1], &uctx->mem);
   TgTry t;
   if (!TG_TRY(t)) { /* free the pass maps, then pass the error on */
     arena_free(&pp.a[0]);
@@ -929,7 +931,6 @@ static RMap kernelize_run(UOp *sink, const char *stop) {
   RMap tm = kernelize_passes(&pp, sink, stop, &in_ga);
   tg_try_end(&t);
   RMap r = in_ga ? tm : rmap_copy(&tm);
-  if (pp.a[0].peak + pp.a[1].peak > uctx->maps_peak) uctx->maps_peak = pp.a[0].peak + pp.a[1].peak;
   arena_free(&pp.a[0]);
   arena_free(&pp.a[1]);
   return r;

@@ -76,7 +76,10 @@ UCtx *uop_ctx_new(void) {
   options_default(&c->opt);
   c->next_id = 1;
   c->next_vid = 1;
-  iset_init(&c->uops, uop_hash_of);
+  arena_share(&c->arena, &c->mem);
+  arena_share(&c->scratch, &c->mem);
+  for (size_t i = 0; i < sizeof c->memo / sizeof c->memo[0]; i++) c->memo[i].use = &c->mem;
+  iset_init(&c->uops, uop_hash_of, &c->mem);
   value_sets_init(c);
   uctx = c;
   return c;
@@ -90,19 +93,6 @@ void uop_ctx_free(UCtx *c) {
   for (size_t i = 0; i < sizeof c->memo / sizeof c->memo[0]; i++) pairmap_free(&c->memo[i]);
   if (uctx == c) uctx = NULL;
   free(c);
-}
-
-size_t uop_ctx_table_bytes(const UCtx *c, size_t *largest) {
-  size_t sz[5 + sizeof c->memo / sizeof c->memo[0]], n = 0, k = 0;
-  const ISet *sets[5] = {&c->uops, &c->values, &c->views, &c->sts, &c->metas};
-  for (int i = 0; i < 5; i++) sz[k++] = iset_bytes(sets[i]);
-  for (size_t i = 0; i < sizeof c->memo / sizeof c->memo[0]; i++) sz[k++] = pairmap_bytes(&c->memo[i]);
-  *largest = 0;
-  for (size_t i = 0; i < k; i++) {
-    n += sz[i];
-    if (sz[i] > *largest) *largest = sz[i];
-  }
-  return n;
 }
 
 /* ---- interning constructor ---- */
@@ -196,6 +186,7 @@ static UList toposort_impl(Arena *a, int nroots, UOp *const *roots, UGate gate, 
       c->walk_cap = 1024;
       c->walk_stack = malloc(c->walk_cap * sizeof(TEnt));
       if (!c->walk_stack) tg_fail(TG_EINTERNAL, "out of memory");
+      memuse_add(&c->mem, c->walk_cap * sizeof(TEnt));
     }
     st = c->walk_stack, cap = c->walk_cap;
   }
@@ -219,6 +210,7 @@ static UList toposort_impl(Arena *a, int nroots, UOp *const *roots, UGate gate, 
           } else {
             ns = realloc(st, nc * sizeof *st);
             if (!ns) tg_fail(TG_EINTERNAL, "out of memory");
+            memuse_add(&c->mem, (nc - cap) * sizeof *st);
             c->walk_stack = ns, c->walk_cap = nc;
           }
           st = ns, cap = nc;

@@ -212,6 +212,7 @@ void options_default(Options *o);
 typedef struct UCtx {
   Arena arena;                 /* graph lifetime */
   Arena scratch;               /* per-pass scratch (arena_mark/arena_pop) */
+  MemUse mem;                  /* the bytes the context holds (its arenas, the pass arenas, its heap tables and walk stack) and their peak */
   ISet uops, values, views, sts, metas; /* intern tables (keyed by structural hash) */
   uint32_t next_id;            /* the next UOp's id (UOps alone: arrays indexed by UOp id stay dense) */
   uint32_t next_vid;           /* the next id of a Value, View, ShapeTracker or Metadata */
@@ -223,16 +224,12 @@ typedef struct UCtx {
   const Value *vsmall[132];    /* lib/uop: interned None, False, True and the ints -1..127, once looked up */
   uint32_t rw_epoch;           /* lib/rewrite: the last graph rewrite's epoch (UOp.rw_epoch) */
   int rw_depth; uint32_t rw_open[32]; /* lib/rewrite: the epochs of the rewrites now running, outermost first */
-  size_t maps_peak;            /* lib/schedule: peak bytes of kernelize's pass maps (their own arenas; for bench) */
   const char *sched_warning;   /* lib/schedule: the first place where tgc gives a result tinygrad 0.11.0 does not give (NULL: none) */
 } UCtx;
 extern _Thread_local UCtx *uctx;                /* the current context */
 UCtx *uop_ctx_new(void);                        /* creates and makes current */
 void value_sets_init(UCtx *c);                  /* lib/uop: the value, view, ShapeTracker and Metadata intern sets (uop_ctx_new) */
 void uop_ctx_free(UCtx *c);
-/* the bytes of c's heap tables (intern sets and memos) and of the largest one (for bench: they only
- * grow, and a growing table holds its old one, at most half the largest, until it is rehashed) */
-size_t uop_ctx_table_bytes(const UCtx *c, size_t *largest);
 static inline Arena *ga(void) { return &uctx->arena; }
 
 /* small constructors used everywhere */

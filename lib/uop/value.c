@@ -212,10 +212,10 @@ static uint64_t view_hash_of(const void *p) { return ((const View *)p)->hash; }
 static uint64_t st_hash_of(const void *p) { return ((const ShapeTracker *)p)->hash; }
 static uint64_t meta_hash_of(const void *p) { const Meta *m = p; return meta_hash(m->name, m->caller, m->backward); }
 void value_sets_init(UCtx *c) {
-  iset_init(&c->values, value_hash_of);
-  iset_init(&c->views, view_hash_of);
-  iset_init(&c->sts, st_hash_of);
-  iset_init(&c->metas, meta_hash_of);
+  iset_init(&c->values, value_hash_of, &c->mem);
+  iset_init(&c->views, view_hash_of, &c->mem);
+  iset_init(&c->sts, st_hash_of, &c->mem);
+  iset_init(&c->metas, meta_hash_of, &c->mem);
 }
 
 /* ---- Metadata ---- */

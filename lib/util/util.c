@@ -82,6 +82,7 @@ static ArenaChunk *arena_grow(Arena *a, size_t n) {
   }
   c->prev = a->head; c->off = 0;
   a->head = c;
+  if (!a->use) a->use = &a->own;
   return c;
 }
 /* the bump spelled out again rather than a call to arena_alloc_raw: scratch marks popped at a chunk
@@ -90,8 +91,7 @@ void *arena_alloc_grow(Arena *a, size_t n) {
   ArenaChunk *c = arena_grow(a, n);
   void *p = c->data + c->off;
   c->off += n;
-  a->used_total += n;
-  if (a->used_total > a->peak) a->peak = a->used_total;
+  memuse_add(a->use, n);
   return p;
 }
 void *arena_alloc(Arena *a, size_t n) { return memset(arena_alloc_raw(a, n), 0, n); }
@@ -142,17 +142,17 @@ ArenaMark arena_mark(Arena *a) { return (ArenaMark){a->head, a->head ? a->head->
 void arena_pop(Arena *a, ArenaMark m) {
   while (a->head && a->head != m.chunk) {
     if (!m.chunk && !a->head->prev) { /* popping to empty: keep one chunk for reuse */
-      a->used_total -= a->head->off;
+      memuse_sub(a->use, a->head->off);
       a->head->off = 0;
       return;
     }
     ArenaChunk *p = a->head->prev;
-    a->used_total -= a->head->off;
+    memuse_sub(a->use, a->head->off);
     if (!a->spare || a->spare->cap < a->head->cap) { free(a->spare); a->spare = a->head; }
     else free(a->head);
     a->head = p;
   }
-  if (a->head) { a->used_total -= a->head->off - m.off; a->head->off = m.off; }
+  if (a->head) { memuse_sub(a->use, a->head->off - m.off); a->head->off = m.off; }
 }
 char *bigbuf_reserve(BigBuf *b, size_t need) {
   size_t cap = b->c ? b->c->cap : 0;
@@ -179,16 +179,15 @@ char *arena_take(Arena *a, BigBuf *b) {
   c->off = (b->n + 1 + 15) & ~(size_t)15; /* the text and its NUL; later allocations may use the rest */
   c->prev = a->head;
   a->head = c;
-  a->used_total += c->off;
-  if (a->used_total > a->peak) a->peak = a->used_total;
+  if (!a->use) a->use = &a->own;
+  memuse_add(a->use, c->off);
   *b = (BigBuf){0};
   return (char *)c->data;
 }
 void arena_free(Arena *a) {
-  while (a->head) { ArenaChunk *p = a->head->prev; free(a->head); a->head = p; }
+  while (a->head) { ArenaChunk *p = a->head->prev; memuse_sub(a->use, a->head->off); free(a->head); a->head = p; }
   free(a->spare);
   a->spare = NULL;
-  a->used_total = 0;
 }
 
 /* ---- vector ---- */
@@ -311,8 +310,9 @@ bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const voi
     size_t nc = m->cap ? m->cap * 2 : 64;
     PairEnt *nt = m->ar ? arena_alloc(m->ar, sizeof(PairEnt) * nc) : calloc(nc, sizeof(PairEnt));
     if (!nt) tg_fail(TG_EINTERNAL, "out of memory growing a pair map");
+    if (!m->ar) memuse_add(m->use, sizeof(PairEnt) * nc);
     for (size_t i = 0; i < m->cap; i++) if (m->t[i].a) *pairmap_slot(nt, nc, m->t[i].a, m->t[i].b, m->t[i].h) = m->t[i];
-    if (!m->ar) free(m->t);
+    if (!m->ar) free(m->t), memuse_sub(m->use, pairmap_bytes(m));
     m->t = nt, m->cap = nc;
   }
   PairEnt *e = pairmap_slot(m->t, m->cap, a, b, h);
@@ -323,8 +323,8 @@ bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const voi
 }
 
 void pairmap_free(PairMap *m) {
-  if (!m->ar) free(m->t);
-  *m = (PairMap){NULL, 0, 0, m->ar};
+  if (!m->ar) free(m->t), memuse_sub(m->use, pairmap_bytes(m));
+  *m = (PairMap){NULL, 0, 0, m->ar, m->use};
 }
 
 /* ---- intern set ---- */
@@ -343,6 +343,7 @@ void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe) {
 static void iset_rehash(ISet *s, size_t nc) {
   uint64_t *ns = calloc(nc, sizeof *ns);
   if (!ns) tg_fail(TG_EINTERNAL, "out of memory growing intern table");
+  memuse_add(s->use, nc * sizeof *ns); /* the old table is live until the new one is filled */
   if (s->n && !s->hash) tg_fail(TG_EINTERNAL, "intern table without a hash function (iset_init)");
   for (size_t i = 0; i < s->cap; i++) if (s->slots[i]) {
     size_t p = s->hash((void *)(uintptr_t)(s->slots[i] & ~ISET_TAG)) & (nc - 1);
@@ -350,6 +351,7 @@ static void iset_rehash(ISet *s, size_t nc) {
     ns[p] = s->slots[i];
   }
   free(s->slots);
+  memuse_sub(s->use, iset_bytes(s));
   s->slots = ns; s->cap = nc;
 }
 static void iset_grow(ISet *s) { iset_rehash(s, s->cap ? s->cap * 2 : 1024); }
@@ -366,4 +368,4 @@ void iset_reserve(ISet *s, size_t n) {
   while (n * 2 > nc) nc *= 2;
   if (nc != s->cap) iset_rehash(s, nc);
 }
-void iset_free(ISet *s) { free(s->slots); s->slots = NULL; s->cap = s->n = 0; }
+void iset_free(ISet *s) { free(s->slots); memuse_sub(s->use, iset_bytes(s)); s->slots = NULL; s->cap = s->n = 0; }

@@ -14,7 +14,26 @@
 /* ---- arena ---- */
 typedef struct ArenaChunk ArenaChunk;
 struct ArenaChunk { ArenaChunk *prev; size_t cap, off; _Alignas(16) unsigned char data[]; };
-typedef struct Arena { ArenaChunk *head; size_t used_total; size_t peak; ArenaChunk *spare; /* one freed chunk kept for reuse */ } Arena;
+/* Bytes in use and their peak, shared by everything one compile context allocates (its arenas,
+ * the pass arenas and the heap tables), so the peak is of their sum at one moment, not a sum of
+ * peaks reached at different times. An arena without one (a zeroed Arena) counts in its own.
+ * Between two decreases the count only grows, so its peak is the count just before a decrease or
+ * the count now: an allocation only adds, and memuse_sub and memuse_peak take the maximum. */
+typedef struct MemUse { size_t used, peak; } MemUse;
+static inline void memuse_add(MemUse *u, size_t n) { if (u) u->used += n; }
+static inline void memuse_sub(MemUse *u, size_t n) {
+  if (!u) return;
+  if (u->used > u->peak) u->peak = u->used;
+  u->used -= n;
+}
+static inline size_t memuse_peak(const MemUse *u) { return u->used > u->peak ? u->used : u->peak; }
+typedef struct Arena {
+  ArenaChunk *head;
+  MemUse *use;        /* where the arena's bytes are counted: set by arena_share, else &own at its first chunk */
+  ArenaChunk *spare;  /* one freed chunk kept for reuse */
+  MemUse own;
+} Arena;
+static inline void arena_share(Arena *a, MemUse *u) { a->use = u; } /* before a's first allocation */
 typedef struct ArenaMark { ArenaChunk *chunk; size_t off; } ArenaMark;
 void *arena_alloc_grow(Arena *a, size_t n);     /* arena_alloc_raw when the head chunk is full */
 /* 16-byte aligned, not zeroed; fails via tg_fail on OOM. Inline: the passes allocate in the
@@ -25,8 +44,7 @@ static inline void *arena_alloc_raw(Arena *a, size_t n) {
   if (__builtin_expect(!c || c->off + n > c->cap, 0)) return arena_alloc_grow(a, n);
   void *p = c->data + c->off;
   c->off += n;
-  a->used_total += n;
-  if (a->used_total > a->peak) a->peak = a->used_total;
+  a->use->used += n;
   return p;
 }
 void *arena_alloc(Arena *a, size_t n);          /* like arena_alloc_raw, but zeroed */
@@ -84,9 +102,9 @@ bool map_del(Map *m, const void *key, uint64_t h);
  * table asks the set's hash function (iset_init) for each entry's full hash again. At the half
  * load the table keeps, the slots of a million-node graph take half the memory 16-byte slots did. */
 typedef uint64_t (*IHash)(const void *stored);
-typedef struct ISet { uint64_t *slots; size_t cap, n; IHash hash; } ISet;
+typedef struct ISet { uint64_t *slots; size_t cap, n; IHash hash; MemUse *use; /* where the slots are counted (NULL: nowhere) */ } ISet;
 typedef bool (*IEq)(const void *stored, const void *probe);
-static inline void iset_init(ISet *s, IHash hash) { *s = (ISet){NULL, 0, 0, hash}; }
+static inline void iset_init(ISet *s, IHash hash, MemUse *use) { *s = (ISet){NULL, 0, 0, hash, use}; }
 void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe); /* NULL when absent */
 void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backed; iset_free */
 void iset_free(ISet *s);
@@ -99,8 +117,8 @@ static inline size_t iset_bytes(const ISet *s) { return s->cap * sizeof *s->slot
  * PairMap), on the heap, where a grown table frees the one it replaces: a cache that lives as long
  * as its context leaves no old tables behind (pairmap_free) ---- */
 typedef struct PairEnt { const void *a, *b, *v; uint64_t h; } PairEnt;  /* a NULL: empty */
-typedef struct PairMap { PairEnt *t; size_t cap, n; Arena *ar; } PairMap;
-static inline void pairmap_init(PairMap *m, Arena *a) { *m = (PairMap){NULL, 0, 0, a}; }
+typedef struct PairMap { PairEnt *t; size_t cap, n; Arena *ar; MemUse *use; /* a heap table's bytes (NULL: uncounted) */ } PairMap;
+static inline void pairmap_init(PairMap *m, Arena *a) { *m = (PairMap){NULL, 0, 0, a, NULL}; }
 void pairmap_free(PairMap *m);                  /* a heap PairMap's table (an arena one's stays) */
 static inline size_t pairmap_bytes(const PairMap *m) { return m->cap * sizeof *m->t; }
 const PairEnt *pairmap_find(const PairMap *m, const void *a, const void *b, uint64_t h); /* NULL when absent */
