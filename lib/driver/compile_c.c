@@ -15,17 +15,13 @@
 
 /* the part for tensor x read as shard (-1 single-device); vv binds a symbolic view (or NULL) */
 static OutPart out_part(CModel *m, UOp *x, int shard, const VarVals *vv, size_t nbytes, int i) {
-  UOp *base = rt_value_base(x, &shard);
-  /* a constant output is its value through its views, 0 where they mask it */
-  bool cst = base->op == OP_CONST;
-  if (!cst && base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EDEVICE, "compile: output %d is a %s, not a realized buffer", i, op_names[base->op]);
-  OutPart p = {cst ? -1 : cm_slot_shard(m, base, shard), NULL, nbytes, cst ? base : NULL};
-  if (x == base && !cst) return p;
-  const ShapeTracker *st = u_st(x);
-  if (!st && cst) { SList sh = u_shape(x); st = st_from_shape(sh, NULL); }
-  if (!st) tg_fail(TG_EDEVICE, "compile: output %d has no shape", i);
-  if (vv) st = concrete_st(st, vv);
-  if (st_contiguous(st) && !cst) return p;
+  RtSource src;
+  const char *why = rt_source(x, shard, vv ? bind_vars : NULL, vv, &src);
+  if (why) tg_fail(TG_EDEVICE, "compile: output %d is %s", i, why);
+  bool cst = src.base->op == OP_CONST;
+  OutPart p = {cst ? -1 : cm_slot_shard(m, src.base, src.shard), NULL, nbytes, cst ? src.base : NULL};
+  const ShapeTracker *st = src.st;
+  if (!st) return p;
   for (int v = 0; v < st->nviews; v++) {
     const View *w = st->views[v];
     bool sym = !si_is_int(w->offset) || w->ndim > 64;

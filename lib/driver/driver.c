@@ -211,6 +211,7 @@ const ShapeTracker *concrete_st(const ShapeTracker *st, const VarVals *vv) {
   }
   return st_intern(st->nviews, vs);
 }
+const ShapeTracker *bind_vars(const ShapeTracker *st, const void *vv) { return concrete_st(st, vv); }
 
 /* ---------------------------------------------------------------- outputs left unrealized */
 /* t's value can be read after the schedule runs: a buffer (or a view of one), a constant, or a
@@ -315,14 +316,10 @@ static DriverRun *run_on(Graph *g, Schedule *s0, int dev) {
         var_vals(s, ot, &vv);
         out_shape_vars(ot, &vv, o);
         o->data = arena_alloc(ga(), o->nbytes + 16);
-        int shard = -1;
-        UOp *base = rt_value_base(ot, &shard);
-        /* a constant (tinygrad leaves one unrealized) is its value through the output's views */
-        bool cst = base->op == OP_CONST;
-        if (!cst && base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EDEVICE, "output %d is a %s, not a realized buffer", i, op_names[base->op]);
-        const ShapeTracker *st = ot == base ? NULL : u_st(ot);
-        st = st ? concrete_st(st, &vv) : cst ? st_from_shape(sl_ints(o->ndim, o->shape), NULL) : NULL;
-        got = rt_read_st(rt, base, shard, cst || (st && !st_contiguous(st)) ? st : NULL, o->data, o->nbytes);
+        RtSource src;
+        const char *why = rt_source(ot, -1, bind_vars, &vv, &src);
+        if (why) tg_fail(TG_EDEVICE, "output %d is %s", i, why);
+        got = rt_read_st(rt, src.base, src.shard, src.st, o->data, o->nbytes);
       } else {
         out_shape(ot, o);
         o->data = arena_alloc(ga(), o->nbytes + 16);

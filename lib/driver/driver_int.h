@@ -92,5 +92,6 @@ void out_shape_vars(UOp *t, const VarVals *vv, DriverOut *o);
 bool out_symbolic(UOp *t);
 /* st with every shape, stride, offset and mask evaluated under vv (TG_EINPUT for an unbound variable) */
 const ShapeTracker *concrete_st(const ShapeTracker *st, const VarVals *vv);
+const ShapeTracker *bind_vars(const ShapeTracker *st, const void *vv); /* concrete_st as an RtBind (vv: a VarVals) */
 
 #endif

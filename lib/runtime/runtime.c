@@ -495,19 +495,28 @@ UOp *rt_value_base(UOp *t, int *shard) {
   return base;
 }
 
+const char *rt_source(UOp *t, int shard, RtBind bind, const void *bctx, RtSource *src) {
+  UOp *base = rt_value_base(t, &shard);
+  *src = (RtSource){base, shard, NULL};
+  bool cst = base->op == OP_CONST;
+  if (!cst && base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) return arena_printf(ga(), "a %s, not a realized buffer", op_names[base->op]);
+  if (t == base && !cst) return NULL;
+  const ShapeTracker *st = u_st(t);
+  /* a constant is its value through t's views (its shape's, when it has none), 0 where they mask it */
+  if (!st && cst) st = st_from_shape(u_shape(t), NULL);
+  if (!st) return arena_printf(ga(), "a %s without a shape", op_names[t->op]);
+  if (bind) st = bind(st, bctx);
+  if (!cst && st_contiguous(st)) return NULL;
+  src->st = st;
+  return NULL;
+}
+
 size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap) {
   if (t->op == OP_MULTI) return read_multi(rt, t, out, cap);
-  UOp *base = rt_value_base(t, &shard);
-  /* a constant is its value through t's views, 0 where they mask it */
-  if (base->op == OP_CONST) {
-    const ShapeTracker *st = u_st(t);
-    return rt_read_st(rt, base, shard, st ? st : st_from_shape(u_shape(t), NULL), out, cap);
-  }
-  if (base->op != OP_BUFFER && base->op != OP_BUFFER_VIEW) tg_fail(TG_EINPUT, "runtime: can't read a %s (not a realized buffer)", op_names[base->op]);
-  if (t == base || (u_base(t) == t && st_contiguous(u_st(t)))) return rt_read_st(rt, base, shard, NULL, out, cap);
-  const ShapeTracker *st = u_st(t);
-  if (!st) tg_fail(TG_EINPUT, "runtime: a %s has no shape", op_names[t->op]);
-  return rt_read_st(rt, base, shard, st, out, cap);
+  RtSource src;
+  const char *why = rt_source(t, shard, NULL, NULL, &src);
+  if (why) tg_fail(TG_EINPUT, "runtime: can't read %s", why);
+  return rt_read_st(rt, src.base, src.shard, src.st, out, cap);
 }
 
 size_t rt_read_st(Runtime *rt, UOp *base, int shard, const ShapeTracker *st, void *out, size_t cap) {

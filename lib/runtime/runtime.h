@@ -79,6 +79,14 @@ void rt_const_bytes(const DType *dt, const Value *v, unsigned char *out);
  * MSELECT(x, k) (x's shard k, *shard set) and MSTACK (shard *shard's own source, *shard = -1); a
  * constant (a CONST, or a BIND of one: never realized) comes back as its CONST */
 UOp *rt_value_base(UOp *t, int *shard);
+/* How to read tensor t after the schedule ran: its base (rt_value_base: a realized BUFFER or
+ * BUFFER_VIEW, or a CONST) and the view to read the base through, NULL when the base's bytes are
+ * t's as they are (t is the buffer, or sees it through a contiguous view); a constant always has
+ * one. bind, when given, maps t's view first (a symbolic view under the schedule's variable values).
+ * Returns NULL, or why t can't be read ("a SINK, not a realized buffer"; for the caller's message). */
+typedef struct RtSource { UOp *base; int shard; const ShapeTracker *st; } RtSource;
+typedef const ShapeTracker *(*RtBind)(const ShapeTracker *st, const void *ctx);
+const char *rt_source(UOp *t, int shard, RtBind bind, const void *bctx, RtSource *src);
 /* the logical value of a tensor uop after the schedule ran: a BUFFER or BUFFER_VIEW, a CONST or
  * bound variable that was never realized, or movement ops/VIEWs of one, gathered C-contiguously into out (u_size(t) elements of t's dtype); returns bytes written */
 size_t rt_read(Runtime *rt, UOp *t, int shard, void *out, size_t cap);
