@@ -385,9 +385,10 @@ static bool same_structure(UCtx *c1, UOp *s1, UCtx *c2, UOp *s2, char *why, size
     if (x->arg->kind != y->arg->kind) { snprintf(why, wn, "node %d: arg kind", i); return false; }
     for (int k = 0; k < x->nsrc; k++)
       if (map_get(&ia, x->src[k], uop_h(x->src[k]), NULL) != map_get(&ib, y->src[k], uop_h(y->src[k]), NULL)) { snprintf(why, wn, "node %d: src %d", i, k); return false; }
-    if (x->meta.n != y->meta.n) { snprintf(why, wn, "node %d: meta", i); return false; }
-    for (int k = 0; k < x->meta.n; k++)
-      if (strcmp(x->meta.m[k]->name, y->meta.m[k]->name) || x->meta.m[k]->backward != y->meta.m[k]->backward) { snprintf(why, wn, "node %d: meta %d", i, k); return false; }
+    MetaList xm = uop_meta(x), ym = uop_meta(y);
+    if (xm.n != ym.n) { snprintf(why, wn, "node %d: meta", i); return false; }
+    for (int k = 0; k < xm.n; k++)
+      if (strcmp(xm.m[k]->name, ym.m[k]->name) || xm.m[k]->backward != ym.m[k]->backward) { snprintf(why, wn, "node %d: meta %d", i, k); return false; }
   }
   return true;
 }

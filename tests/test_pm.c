@@ -460,10 +460,10 @@ Test(pm, graph_rewrite_map_moves_metadata) {
   const Meta *m1 = meta_intern("m1", "", false), *m2 = meta_intern("m2", "", false);
   UOp *v = N("v", 0), *k1 = N("k1", 0), *k2 = N("k2", 0), *k3 = N("k3", 0);
   UOp *s = uop_sink(4, (UOp *[]){k1, k2, k3, v}, NULL);
-  uop_set_meta(k1, (MetaList){1, (const Meta *[]){m1}});
-  uop_set_meta(k2, (MetaList){1, (const Meta *[]){m1}});
-  uop_set_meta(k3, (MetaList){2, (const Meta *[]){m1, m2}});
-  uop_set_meta(v, (MetaList){1, (const Meta *[]){m2}});
+  uop_set_meta(k1, (MetaList){1, (const Meta *[]){m1, NULL}});
+  uop_set_meta(k2, (MetaList){1, (const Meta *[]){m1, NULL}});
+  uop_set_meta(k3, (MetaList){2, (const Meta *[]){m1, m2, NULL}});
+  uop_set_meta(v, (MetaList){1, (const Meta *[]){m2, NULL}});
   Rule r[] = {{UP(.ops = OPS(OP_NOOP), .name = "x"), to_v}};
   UMap nm = graph_rewrite_map(s, pm_new(r, 1), v, false, NULL, NULL);
   cr_assert_eq(nm.live, 5);
@@ -471,8 +471,9 @@ Test(pm, graph_rewrite_map_moves_metadata) {
   cr_assert_eq(umap_get(&nm, k3), v);
   cr_assert_eq(umap_get(&nm, v), v);
   cr_assert_neq(umap_get(&nm, s), s);
-  cr_assert_eq(v->meta.n, 4);
-  cr_assert(v->meta.m[0] == m2 && v->meta.m[1] == m1 && v->meta.m[2] == m1 && v->meta.m[3] == m2);
+  MetaList vm = uop_meta(v);
+  cr_assert_eq(vm.n, 4);
+  cr_assert(vm.m[0] == m2 && vm.m[1] == m1 && vm.m[2] == m1 && vm.m[3] == m2);
 }
 
 Test(pm, graph_rewrite_map_input_map) {

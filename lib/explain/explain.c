@@ -67,7 +67,7 @@ static bool has_reduce(UOp *ast) {
   for (int i = 0; i < t.n; i++) if (t.v[i]->op == OP_REDUCE_AXIS) return true;
   return false;
 }
-static const char *meta_name(const UOp *u) { return u->meta.n ? u->meta.m[0]->name : NULL; }
+static const char *meta_name(const UOp *u) { return u->meta && u->meta[0] ? u->meta[0]->name : NULL; }
 
 /* the region walk from one realized uop of kernel k (explicit stack, no recursion) */
 static void walk_region(KInfo *ki, const RMap *fm, UOp *start) {

@@ -266,7 +266,7 @@ static const View *jview(RCtx *R, const cJSON *j) {
 static MetaList jmetas(RCtx *R, const cJSON *j) {
   if (!cJSON_IsArray(j)) rfail(R, "expected an array of metadata, got %s", jkind(j));
   int n = cJSON_GetArraySize(j), i = 0;
-  const Meta **m = arena_alloc(ga(), sizeof(Meta *) * (size_t)(n + 1));
+  const Meta **m = arena_alloc(ga(), sizeof(Meta *) * (size_t)(n + 1)); /* zeroed: NULL-terminated, as a node keeps it */
   for (const cJSON *e = j->child; e; e = e->next, i++) {
     size_t o = ppush(R, "[%d]", i);
     if (!cJSON_IsObject(e)) rfail(R, "expected a metadata object, got %s", jkind(e));

@@ -187,7 +187,8 @@ static cJSON *uop_row(WCtx *W, UOp *u, int i) {
   }
   if (!v_is_none(u->arg)) cJSON_AddItemToObject(r, "arg", json_value(W, u->arg));
   if (!v_is_none(u->tag)) cJSON_AddItemToObject(r, "tag", json_value(W, u->tag));
-  if (u->meta.n) cJSON_AddItemToObject(r, "meta", json_metas(u->meta.n, u->meta.m));
+  MetaList ml = uop_meta(u);
+  if (ml.n) cJSON_AddItemToObject(r, "meta", json_metas(ml.n, ml.m));
   return r;
 }
 /* the rows into b; any failure frees the row being printed (the caller frees b) */

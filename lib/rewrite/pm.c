@@ -689,14 +689,15 @@ UOp *graph_rewrite_memo(UOp *sink, const PM *pm, int slot) { return rewrite_root
 
 /* dedup(all_metadata.get(v, ())) + k.metadata */
 static void meta_move(UOp *k, UOp *v) {
+  MetaList vm = uop_meta(v), km = uop_meta(k);
   int n = 0;
-  const Meta **out = arena_alloc(ga(), sizeof(Meta *) * (size_t)(v->meta.n + k->meta.n));
-  for (int i = 0; i < v->meta.n; i++) {
+  const Meta **out = arena_alloc(ga(), sizeof(Meta *) * (size_t)(vm.n + km.n + 1)); /* zeroed: the NULL after them */
+  for (int i = 0; i < vm.n; i++) {
     bool dup = false;
-    for (int j = 0; j < n; j++) if (out[j] == v->meta.m[i]) dup = true;
-    if (!dup) out[n++] = v->meta.m[i];
+    for (int j = 0; j < n; j++) if (out[j] == vm.m[i]) dup = true;
+    if (!dup) out[n++] = vm.m[i];
   }
-  for (int i = 0; i < k->meta.n; i++) out[n++] = k->meta.m[i];
+  for (int i = 0; i < km.n; i++) out[n++] = km.m[i];
   uop_set_meta(v, (MetaList){n, out});
 }
 
@@ -726,7 +727,7 @@ static void rmap_loop(RCtx *r, UList topo, bool bottom_up, RMap *nm, int *jp) {
     }
     nm->keys[nm->n++] = k;
     nm->val[k->id] = v;
-    if (k != v && k->meta.n) meta_move(k, v);
+    if (k != v && k->meta) meta_move(k, v);
   }
   nr_top = jb.prev;
 }

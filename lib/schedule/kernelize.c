@@ -315,7 +315,7 @@ static const Rule replace_contiguous[] = {
 };
 
 /* ---- create kernels ---- */
-static MetaList metadata_of(UOp *u) { return u->meta; }
+static MetaList metadata_of(UOp *u) { return uop_meta(u); }
 
 /* create_kernel(x, b) */
 static UOp *create_kernel(UOp *x, UOp *b) {

@@ -141,7 +141,10 @@ UOp *uop_replace(UOp *u, const DType *dt, int nsrc, UOp *const *src, const Value
 }
 UOp *uop_replace_op(UOp *u, Op op) { return uop_new(op, u->dtype, u->nsrc, u->src, u->arg, u->tag); }
 UOp *uop_with_tag(UOp *u, const Value *tag) { return uop_replace(u, NULL, -1, NULL, NULL, tag ? tag : v_none()); }
-void uop_set_meta(UOp *u, MetaList m) { u->meta = m; }
+void uop_set_meta(UOp *u, MetaList m) {
+  if (m.n && m.m[m.n]) tg_fail(TG_EINTERNAL, "uop_set_meta: a metadata list without its NULL");
+  u->meta = m.n ? m.m : NULL;
+}
 
 UOp *uop_const(const DType *dt, const Value *v) { return uop0(OP_CONST, dt, v); }
 UOp *uop_const_int(const DType *dt, int64_t i) {

@@ -156,7 +156,7 @@ struct UOp {
   uint32_t walk;               /* lib/uop toposort: the epoch of the walk that last emitted this node */
   const DType *dtype;
   const Value *arg, *tag;      /* never NULL: v_none() when absent */
-  MetaList meta;               /* tinygrad's all_metadata side table (not part of identity) */
+  const Meta *const *meta;     /* tinygrad's all_metadata side table (not part of identity): NULL-terminated, NULL for none */
   /* lazily computed caches, owned by the stages that fill them */
   const ShapeTracker *st_cache; /* lib/shape: UOp.st (valid when st_state is 1) */
   const Value *dev_cache;      /* lib/shape: UOp._device; axis_cache: UOp.axis */
@@ -177,7 +177,8 @@ UOp *uop3(Op op, const DType *dt, UOp *a, UOp *b, UOp *c, const Value *arg);
 UOp *uop_replace(UOp *u, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
 UOp *uop_replace_op(UOp *u, Op op);
 UOp *uop_with_tag(UOp *u, const Value *tag);
-void uop_set_meta(UOp *u, MetaList m);
+void uop_set_meta(UOp *u, MetaList m);      /* m.m[m.n] must be NULL: the node keeps the array */
+static inline MetaList uop_meta(const UOp *u) { int n = 0; if (u->meta) while (u->meta[n]) n++; return (MetaList){n, u->meta}; }
 static inline uint64_t uop_h(const UOp *u) { return u->id * 0x9E3779B97F4A7C15ull; }
 
 /* toposort(gate): tinygrad's exact visiting order, iterative. gate may be NULL. */
