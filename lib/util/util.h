@@ -29,7 +29,8 @@ static inline void memuse_sub(MemUse *u, size_t n) {
 static inline size_t memuse_peak(const MemUse *u) { return u->used > u->peak ? u->used : u->peak; }
 typedef struct Arena {
   ArenaChunk *head;
-  MemUse *use;        /* where the arena's bytes are counted: set by arena_share, else &own at its first chunk */
+  MemUse *use;        /* where the arena's bytes are counted: set by arena_share, else &own at its first
+                       * chunk (so an Arena is not copied once it has allocated) */
   ArenaChunk *spare;  /* one freed chunk kept for reuse */
   MemUse own;
 } Arena;
