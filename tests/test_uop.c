@@ -59,13 +59,20 @@ Test(uop, dtype_parse_and_repr_round_trip) {
   cr_assert(dt_lt(dt_int, dt_float) && dt_lt(dt_bool, dt_char));
 }
 
-/* a diamond: toposort must be parents-first in src order, like tinygrad's */
+/* a diamond: d = {a, b, x = a+b, y = b*a, z = max(x, y)} */
+static void diamond(UOp **d) {
+  d[0] = uop0(OP_DEFINE_VAR, dt_int, v_tuplev(3, v_str("a"), v_int(0), v_int(9)));
+  d[1] = uop0(OP_DEFINE_VAR, dt_int, v_tuplev(3, v_str("b"), v_int(0), v_int(9)));
+  d[2] = uop2(OP_ADD, dt_int, d[0], d[1], NULL);
+  d[3] = uop2(OP_MUL, dt_int, d[1], d[0], NULL);
+  d[4] = uop2(OP_MAX, dt_int, d[2], d[3], NULL);
+}
+
+/* toposort must be parents-first in src order, like tinygrad's */
 Test(uop, toposort_order) {
-  UOp *a = uop0(OP_DEFINE_VAR, dt_int, v_tuplev(3, v_str("a"), v_int(0), v_int(9)));
-  UOp *b = uop0(OP_DEFINE_VAR, dt_int, v_tuplev(3, v_str("b"), v_int(0), v_int(9)));
-  UOp *x = uop2(OP_ADD, dt_int, a, b, NULL);
-  UOp *y = uop2(OP_MUL, dt_int, b, a, NULL);
-  UOp *z = uop2(OP_MAX, dt_int, x, y, NULL);
+  UOp *d[5];
+  diamond(d);
+  UOp *a = d[0], *b = d[1], *x = d[2], *y = d[3], *z = d[4];
   UList t = uop_toposort(z, NULL, NULL);
   cr_assert_eq(t.n, 5);
   UOp *want[] = {a, b, x, y, z};
@@ -81,6 +88,32 @@ Test(uop, toposort_gate_stops_descent) {
   cr_assert_eq(t.n, 2); /* a and y: x is gated out (and not emitted) */
   cr_assert_eq(t.v[0], a);
   cr_assert_eq(t.v[1], y);
+}
+
+/* uop_any and its two forms: the root counts, both sides of a diamond are seen, an absent op or
+ * node is not found, and a walk inside another walk's gate answers the same */
+static int npred;
+static bool is_mul(const UOp *u, const void *ctx) { (void)ctx; npred++; return u->op == OP_MUL; }
+static bool gate_ask(UOp *u, void *ctx) { if (u->op == OP_MAX) *(bool *)ctx = uop_has_op(u, OP_MUL, OP_MUL); return true; }
+Test(uop, graph_queries_walk_to_the_first_match) {
+  UOp *d[5];
+  diamond(d);
+  UOp *b = d[1], *x = d[2], *y = d[3], *z = d[4];
+  cr_assert(uop_has_op(z, OP_MAX, OP_MAX));        /* the root itself */
+  cr_assert(uop_has_op(z, OP_CONST, OP_MUL));      /* the diamond's second side */
+  cr_assert_not(uop_has_op(z, OP_CONST, OP_SUB));
+  cr_assert_not(uop_has_op(x, OP_MUL, OP_MUL));
+  cr_assert(uop_in_graph(z, b) && uop_in_graph(y, y));
+  cr_assert_not(uop_in_graph(x, y));
+  npred = 0;
+  cr_assert(uop_any(z, is_mul, NULL));
+  cr_assert_eq(npred, 5, "pred asked %d times: z, x, a, b, y in toposort order, y the match", npred);
+  npred = 0;
+  cr_assert(uop_any(y, is_mul, NULL));
+  cr_assert_eq(npred, 1, "the root matches: its sources are not walked (asked %d times)", npred);
+  bool inner = false;
+  uop_walk(z, gate_ask, &inner);
+  cr_assert(inner);
 }
 
 Test(uop, toposort_million_node_chain_is_iterative) {

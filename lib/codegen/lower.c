@@ -1473,16 +1473,9 @@ Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) { return
 
 /* a REDUCE_AXIS with another in its source's graph */
 static bool has_double_reduce(UList topo) {
-  bool found = false;
-  for (int i = 0; i < topo.n && !found; i++) {
-    UOp *u = topo.v[i];
-    if (u->op != OP_REDUCE_AXIS) continue;
-    ArenaMark mk = arena_mark(&uctx->scratch);
-    UList t = uop_toposort_in(&uctx->scratch, u->src[0], NULL, NULL);
-    for (int j = 0; j < t.n && !found; j++) found = t.v[j]->op == OP_REDUCE_AXIS;
-    arena_pop(&uctx->scratch, mk);
-  }
-  return found;
+  for (int i = 0; i < topo.n; i++)
+    if (topo.v[i]->op == OP_REDUCE_AXIS && uop_has_op(topo.v[i]->src[0], OP_REDUCE_AXIS, OP_REDUCE_AXIS)) return true;
+  return false;
 }
 
 Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTarget *tg) {

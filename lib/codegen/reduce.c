@@ -33,25 +33,7 @@
 #define RSUM(...) UP(.ops = OPS(OP_REDUCE), .has_argop = true, .argop = OP_ADD, .allow_any_len = true, __VA_ARGS__)
 #define RNG UP(.ops = OPS(OP_RANGE), .name = "r")
 
-/* does u's graph (u included) hold an a or a b? */
-static bool graph_has(UOp *u, Op a, Op b) {
-  ArenaMark mk = arena_mark(&uctx->scratch);
-  UList t = uop_toposort_in(&uctx->scratch, u, NULL, NULL);
-  bool found = false;
-  for (int i = 0; i < t.n && !found; i++) found = t.v[i]->op == a || t.v[i]->op == b;
-  arena_pop(&uctx->scratch, mk);
-  return found;
-}
-static bool no_range(UOp *u) { return !graph_has(u, OP_RANGE, OP_RANGE); }
-/* x in u.sparents */
-static bool in_sparents(UOp *x, UOp *u) {
-  ArenaMark mk = arena_mark(&uctx->scratch);
-  UList t = uop_toposort_in(&uctx->scratch, u, NULL, NULL);
-  bool found = false;
-  for (int i = 0; i < t.n && !found; i++) found = t.v[i] == x;
-  arena_pop(&uctx->scratch, mk);
-  return found;
-}
+static bool no_range(UOp *u) { return !uop_has_op(u, OP_RANGE, OP_RANGE); }
 /* REDUCE(x, *ranges) of dtype dt with arg op */
 static UOp *reduce_dt(const DType *dt, UOp *x, Op op, int nr, UOp *const *ranges) {
   UOp **s = arena_alloc(ga(), sizeof(UOp *) * (size_t)(nr + 1));
@@ -114,7 +96,7 @@ static UOp *rw_and_where(const Match *m, void *ctx) {
 static UOp *rw_reduce_rangeless(const Match *m, void *ctx) {
   UOp *red = M("red"), *ret = red->src[0];
   if (red_op(red) != OP_ADD && red_op(red) != OP_MAX) return NULL;
-  if (ret->dtype != red->dtype || graph_has(ret, OP_RANGE, OP_RANGE)) return NULL;
+  if (ret->dtype != red->dtype || uop_has_op(ret, OP_RANGE, OP_RANGE)) return NULL;
   if (red_op(red) == OP_ADD)
     for (int i = 1; i < red->nsrc; i++) ret = u_mul(ret, u_cast(red->src[i]->src[0], dt_scalar_of(ret->dtype)));
   return ret;
@@ -219,7 +201,7 @@ static UOp *rw_reduce_collapse(const Match *m, void *ctx) {
   }
   UOp *fxn = uop_substitute(red, &rep);
   UOp *sink = graph_rewrite(fxn, pm_reduce_collapse, NULL, false, NULL);
-  if (!graph_has(sink, OP_REDUCE, OP_RANGE)) ret = uop_substitute(sink, &back);
+  if (!uop_has_op(sink, OP_REDUCE, OP_RANGE)) ret = uop_substitute(sink, &back);
 out:
   arena_pop(s, mk);
   return ret;
@@ -233,7 +215,7 @@ static UOp *rw_reduce_unparented(const Match *m, void *ctx) {
   UOp **par = arena_alloc(ga(), sizeof(UOp *) * (size_t)red->nsrc), **unp = arena_alloc(ga(), sizeof(UOp *) * (size_t)red->nsrc);
   int np = 0, nu = 0;
   for (int i = 1; i < red->nsrc; i++) {
-    if (in_sparents(red->src[i], src)) par[np++] = red->src[i];
+    if (uop_in_graph(src, red->src[i])) par[np++] = red->src[i];
     else unp[nu++] = red->src[i];
   }
   if (!nu) return NULL;
@@ -297,7 +279,7 @@ UOp *lower_simplify(UOp *sink) {
   /* tinygrad's "initial symbolic": sym on the whole kernel, values included (its float folds, like
    * (x*c1)*c2 -> x*(c1*c2), decide how the C compiler contracts and rounds) */
   sink = graph_rewrite(sink, pm_sym, NULL, false, NULL);
-  if (graph_has(sink, OP_REDUCE, OP_REDUCE)) {
+  if (uop_has_op(sink, OP_REDUCE, OP_REDUCE)) {
     sink = graph_rewrite(sink, pm_unroll, NULL, false, NULL);
     /* its "remove_reduce": pm_reduce (the REDUCE simplifications, then sym again over what they left) */
     sink = graph_rewrite(sink, pm_reduce, NULL, false, NULL);

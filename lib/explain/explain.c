@@ -62,11 +62,7 @@ static bool is_input_buffer(const RMap *fm, UOp *u) {
   UOp *y = rmap_get(fm, u);
   return u->op == OP_BUFFER || u->op == OP_DEVICE || u->op == OP_UNIQUE || (y && u_base(y)->op == OP_BUFFER);
 }
-static bool has_reduce(UOp *ast) {
-  UList t = uop_toposort(ast, NULL, NULL);
-  for (int i = 0; i < t.n; i++) if (t.v[i]->op == OP_REDUCE_AXIS) return true;
-  return false;
-}
+static bool has_reduce(UOp *ast) { return uop_has_op(ast, OP_REDUCE_AXIS, OP_REDUCE_AXIS); }
 static const char *meta_name(const UOp *u) { return u->meta && u->meta[0] ? u->meta[0]->name : NULL; }
 
 /* the region walk from one realized uop of kernel k (explicit stack, no recursion) */

@@ -627,19 +627,13 @@ static bool gate_reduce(UOp *u, void *ctx) {
   if (u->op == OP_REDUCE_AXIS && u_base(u->src[0])->op == OP_CONST) vec_push(a->local_arange, u);
   return !(always_contiguous((Op)u->op) || u->op == OP_REDUCE_AXIS) || u == a->root;
 }
-/* any REDUCE_AXIS or BUFFER in child's toposort other than root and r: a walk that stops
- * descending once it has seen one (every node of the toposort meets the gate, so none is missed) */
-typedef struct OtherPaths { UOp *root, *r; bool found; } OtherPaths;
-static bool gate_other_path(UOp *u, void *ctx) {
-  OtherPaths *o = ctx;
-  if (!o->found && (u->op == OP_REDUCE_AXIS || u->op == OP_BUFFER) && u != o->root && u != o->r) o->found = true;
-  return !o->found;
+/* any REDUCE_AXIS or BUFFER in child's toposort other than root and r */
+typedef struct OtherPaths { const UOp *root, *r; } OtherPaths;
+static bool other_path(const UOp *u, const void *ctx) {
+  const OtherPaths *o = ctx;
+  return (u->op == OP_REDUCE_AXIS || u->op == OP_BUFFER) && u != o->root && u != o->r;
 }
-static bool has_other_paths(UOp *child, UOp *root, UOp *r) {
-  OtherPaths o = {root, r, false};
-  uop_walk(child, gate_other_path, &o);
-  return o.found;
-}
+static bool has_other_paths(UOp *child, UOp *root, UOp *r) { return uop_any(child, other_path, &(OtherPaths){root, r}); }
 /* fuse_arange's work; its lists and maps live in the scratch arena a (only the UOps are kept) */
 static UOp *fuse_arange_in(Arena *a, UOp *root) {
   // gather all local aranges (including any fused ones)

@@ -285,11 +285,3 @@ int tuplize_cmp(UOp *a, UOp *b) {
   }
   return a->nsrc < b->nsrc ? -1 : a->nsrc > b->nsrc;
 }
-
-/* x in root.toposort() */
-bool u_in_toposort(UOp *root, UOp *x) {
-  if (root == x) return true;
-  UList l = uop_toposort(root, NULL, NULL);
-  for (int i = 0; i < l.n; i++) if (l.v[i] == x) return true;
-  return false;
-}

@@ -146,7 +146,7 @@ static UOp *reduce_mul_chain_impl(const Match *m, void *ctx) {
     UOp *f = ms[0][i];
     bool free_ = true;
     for (int l = 1; l < nl && free_; l++) free_ = ms[l][i] == f;
-    for (int j = 1; j < r->nsrc && free_; j++) if (u_in_toposort(f, r->src[j])) free_ = false;
+    for (int j = 1; j < r->nsrc && free_; j++) if (uop_in_graph(f, r->src[j])) free_ = false;
     out[i] = free_ && (r->arg->op != OP_MAX || n_ge(u_lo(f), n_int(0)));
     no += out[i];
   }

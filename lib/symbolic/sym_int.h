@@ -67,7 +67,6 @@ Num u_carg(UOp *c);                                  /* CONST arg as a Num */
 int tuplize_cmp(UOp *a, UOp *b);                    /* compare a.tuplize with b.tuplize */
 UOp *u_reduce_add(int n, UOp *const *xs);           /* functools.reduce(operator.add, xs) */
 UOp *u_sum_terms(int n, UOp *const *xs, UOp *start);/* sum(xs) with Python's start 0 (start NULL) */
-bool u_in_toposort(UOp *root, UOp *x);              /* x in root.toposort() */
 UOp **split_all(UOp *x, Op sep, int *n);            /* split_uop into a scratch array */
 #define SALLOC(T, n) ((T *)arena_alloc(&uctx->scratch, sizeof(T) * (size_t)((n) + 1)))
 

@@ -73,7 +73,7 @@ UOp *uop_given_valid(UOp *valid, UOp *uop) {
         clen[nc++] = nx;
       }
     }
-    if (u_in_toposort(uop, expr)) { cand[nc][0] = expr; cfake[nc][0] = fake_var(v0, v1, expr->dtype); clen[nc++] = 1; }
+    if (uop_in_graph(uop, expr)) { cand[nc][0] = expr; cfake[nc][0] = fake_var(v0, v1, expr->dtype); clen[nc++] = 1; }
     for (int ci = 0; ci < nc; ci++) {
       UOp *newuops[MAXB] = {0};
       for (int i = 0; i < clen[ci]; i++) {
@@ -102,7 +102,7 @@ static int valid_priority(UOp *v, int n, UOp *const *valids) {
   UOp *X; bool up; Num c;
   if (!parse_valid(v, &X, &up, &c)) return 0;
   int s = 0;
-  for (int i = 0; i < n; i++) if (u_in_toposort(valids[i], X)) s -= 1;
+  for (int i = 0; i < n; i++) if (uop_in_graph(valids[i], X)) s -= 1;
   return s;
 }
 static UOp *reduce_and(int n, UOp *const *xs) {

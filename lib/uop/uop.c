@@ -245,6 +245,23 @@ void uop_walk(UOp *root, UGate gate, void *gctx) {
 }
 UList uop_toposort(UOp *root, UGate gate, void *gctx) { return uop_toposort_many(1, &root, gate, gctx); }
 
+typedef struct AnyCtx { UPred pred; const void *ctx; bool found; } AnyCtx;
+static bool gate_any(UOp *u, void *ctx) {
+  AnyCtx *a = ctx;
+  if (!a->found && a->pred(u, a->ctx)) a->found = true;
+  return !a->found;
+}
+bool uop_any(UOp *root, UPred pred, const void *ctx) {
+  AnyCtx a = {pred, ctx, false};
+  uop_walk(root, gate_any, &a);
+  return a.found;
+}
+typedef struct OpPair { Op a, b; } OpPair;
+static bool is_op_pair(const UOp *u, const void *ctx) { const OpPair *p = ctx; return u->op == p->a || u->op == p->b; }
+bool uop_has_op(UOp *root, Op a, Op b) { OpPair p = {a, b}; return uop_any(root, is_op_pair, &p); }
+static bool is_node(const UOp *u, const void *x) { return u == x; }
+bool uop_in_graph(UOp *root, const UOp *x) { return uop_any(root, is_node, x); }
+
 static bool gate_not_in_edges(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
 bool uop_can_pad(int n, UOp *const *roots, const UMap *edges) {
   ArenaMark mk = arena_mark(&uctx->scratch);

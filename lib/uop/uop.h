@@ -189,6 +189,12 @@ UList uop_toposort_many(int nroots, UOp *const *roots, UGate gate, void *gctx); 
 /* the list in arena a (e.g. uctx->scratch under the caller's arena_mark, for a list used and dropped) */
 UList uop_toposort_in(Arena *a, UOp *root, UGate gate, void *gctx);
 void uop_walk(UOp *root, UGate gate, void *gctx);             /* the toposort's gate calls only, no list */
+/* whether root's graph (root included) holds a node pred accepts: a walk that stops descending once
+ * pred has accepted one (every node of the toposort meets it first, so none is missed) */
+typedef bool (*UPred)(const UOp *u, const void *ctx);
+bool uop_any(UOp *root, UPred pred, const void *ctx);
+bool uop_has_op(UOp *root, Op a, Op b);                      /* root's graph holds an a or a b */
+bool uop_in_graph(UOp *root, const UOp *x);                  /* x in root.toposort() */
 
 /* UOp maps and sets (ordered, keyed by creation id) */
 typedef Map UMap;
