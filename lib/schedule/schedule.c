@@ -108,7 +108,9 @@ static void add_item(PtrVec *items, UOp *k, UOp *ast, int nbufs, SchedBuf *bufs,
 /* create_schedule: kernelize sink, then create_schedule_with_vars' BFS order, one item per shard */
 Schedule *create_schedule(UOp *sink) {
   /* the passes make several nodes per node they read: size the intern table for that once (a big
-   * graph's table grows as it needs, so no more than 256K entries ahead) */
+   * graph's table grows as it needs, so no more than 256K entries ahead). A graph read from a file
+   * has this room already (graph_read_mem sizes it from the file); this serves graphs built in
+   * memory and files with more rows than their size suggests */
   double t0 = tg_now_ms();
   size_t n = uctx->uops.n, more = n * 7 < ((size_t)1 << 18) ? n * 7 : (size_t)1 << 18;
   iset_reserve(&uctx->uops, n + more);
