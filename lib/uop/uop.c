@@ -122,10 +122,13 @@ UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg
   UOp *f = iset_find(&uctx->uops, h, uop_eq, &p);
   if (f) return f;
   UOp *u = arena_alloc_raw(ga(), sizeof *u + sizeof(UOp *) * (size_t)nsrc);
-  memset(u, 0, sizeof *u);
-  u->op = (uint8_t)op; u->nsrc = nsrc; u->dtype = dt; u->arg = arg; u->tag = tag;
-  if (nsrc) memcpy((UOp **)u->src, src, sizeof(UOp *) * (size_t)nsrc);
-  u->id = uctx->next_id++;
+  /* each field stored (a memset of the node is a `rep stos` in gcc's code, slow to start) */
+  u->op = (uint8_t)op; u->st_state = u->dev_state = u->axis_state = 0; u->nsrc = nsrc;
+  u->id = uctx->next_id++; u->walk = 0;
+  u->dtype = dt; u->arg = arg; u->tag = tag; u->meta = NULL;
+  u->st_cache = NULL; u->dev_cache = NULL; u->axis_cache = 0; u->rw_epoch = 0;
+  u->rw[0] = u->rw[1] = u->rw[2] = NULL; u->cache[0] = u->cache[1] = NULL;
+  for (int i = 0; i < nsrc; i++) ((UOp **)u->src)[i] = src[i];
   iset_add(&uctx->uops, h, u);
   return u;
 }

@@ -167,6 +167,7 @@ struct UOp {
   UOp *const src[];            /* nsrc sources, stored in the node itself */
 };
 _Static_assert(OP_COUNT <= 256, "UOp.op is a byte");
+_Static_assert(sizeof(UOp) == 112, "uop_new stores each field of a new node: store the new one there too");
 #define UOP_MAX_SRC (1 << 28)
 UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
 UOp *uop0(Op op, const DType *dt, const Value *arg);          /* no src */
