@@ -364,6 +364,46 @@ Test(pm, stack_limit_counts_rewritten_sources) {
   }
 }
 
+/* a NOOP labelled with an int i rewrites to i + 1 until i reaches *(int *)ctx: one step per
+ * callback (the engine rewrites each result again), or all of them in one callback that checks the
+ * engine's bound for each step (pm_stack_count, pm_stack_check), as kernelize's append_to_kernel does */
+static UOp *step_up_one(const Match *m, void *ctx) {
+  UOp *x = m_get(m, "x");
+  return x->arg->i < *(int *)ctx ? uop_replace(x, NULL, -1, NULL, v_int(x->arg->i + 1), NULL) : NULL;
+}
+static UOp *step_up_all(const Match *m, void *ctx) {
+  UOp *x = m_get(m, "x");
+  size_t base = pm_stack_count();
+  int64_t i = x->arg->i, steps = 0;
+  for (; i < *(int *)ctx; i++) pm_stack_check(base + (size_t)++steps + 1 + (size_t)x->nsrc);
+  return steps ? uop_replace(x, NULL, -1, NULL, v_int(i), NULL) : NULL;
+}
+/* 1: rewrote to the end, 0: "stack too big" */
+static int steps_to(RuleFn fn, int end) {
+  Rule r[] = {{UP(.ops = OPS(OP_NOOP), .name = "x"), fn}};
+  PM *pm = pm_new(r, 1);
+  UOp *s = uop_sink(1, (UOp *[]){uop_new(OP_NOOP, dt_void, 1, (UOp *[]){N("leaf", 0)}, v_int(0), NULL)}, NULL);
+  TgTry t;
+  if (TG_TRY(t)) {
+    UOp *got = graph_rewrite(s, pm, &end, false, NULL);
+    tg_try_end(&t);
+    cr_assert_eq(got->src[0]->arg->i, end);
+    return 1;
+  }
+  cr_assert(strstr(tg_last_error.msg, "stack too big"), "%s", tg_last_error.msg);
+  return 0;
+}
+Test(pm, steps_taken_in_one_callback_keep_the_stack_bound, .timeout = 30) {
+  cr_assert_eq(pm_stack_count(), 0);
+  int last_ok = -1;
+  for (int end = 199990; end <= 200000; end++) {
+    int one = steps_to(step_up_one, end), all = steps_to(step_up_all, end);
+    cr_assert_eq(one, all, "end %d: one step per callback %s, all in one %s", end, one ? "rewrote" : "failed", all ? "rewrote" : "failed");
+    if (one) last_ok = end;
+  }
+  cr_assert(last_ok > 199990 && last_ok < 200000, "the bound is in the range tried (last that rewrote: %d)", last_ok);
+}
+
 typedef struct NRCtx { Log l; int raised; } NRCtx;
 static UOp *not_ready_twice(const Match *m, void *ctx) {
   NRCtx *n = ctx;

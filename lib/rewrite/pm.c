@@ -647,17 +647,19 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
 
 /* RewriteNotReady: pm_not_ready() unwinds to here; the entry goes to the bottom of the deque and
  * is retried later (nothing was cached for it), and the loop goes on */
-typedef struct NRJump { jmp_buf jb; struct NRJump *prev; TgTry *try_top; } NRJump;
+typedef struct NRJump { jmp_buf jb; struct NRJump *prev; TgTry *try_top; const RCtx *r; } NRJump;
 static _Thread_local NRJump *nr_top;
 _Noreturn void pm_not_ready(void) {
   if (!nr_top) tg_fail(TG_EINTERNAL, "pm_not_ready called outside graph_rewrite");
   longjmp(nr_top->jb, 1);
 }
+size_t pm_stack_count(void) { return nr_top ? nr_top->r->cnt : 0; }
+void pm_stack_check(size_t n) { rq_check(n); }
 static UOp *unified_rewrite(RCtx *r, UOp *root) {
   r->cnt = 0; r->head = 0;
   rq_push(r, root, 0, root);
   NRJump j;
-  j.prev = nr_top; j.try_top = tg_try_top;
+  j.prev = nr_top; j.try_top = tg_try_top; j.r = r;
   int depth = uctx->rw_depth; /* the rewrites a callback opened are closed by the unwinding */
   if (setjmp(j.jb)) {
     nr_top = j.prev; tg_try_top = j.try_top; uctx->rw_depth = depth;
@@ -707,7 +709,7 @@ static void meta_move(UOp *k, UOp *v) {
  * and *nm, outside this frame, as longjmp requires. */
 static void rmap_loop(RCtx *r, UList topo, bool bottom_up, RMap *nm, int *jp) {
   NRJump jb;
-  jb.prev = nr_top; jb.try_top = tg_try_top;
+  jb.prev = nr_top; jb.try_top = tg_try_top; jb.r = r;
   int depth = uctx->rw_depth;
   volatile bool resumed = false;
   if (setjmp(jb.jb)) {

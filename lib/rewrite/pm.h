@@ -88,6 +88,11 @@ static inline size_t rewrite_size_add(size_t size, UList topo) {
   for (int i = 0; i < topo.n && size < REWRITE_SAFE_SIZE; i++) size += 1 + (size_t)topo.v[i]->nsrc;
   return size;
 }
+/* The deque of the rewrite whose callback runs now: its entry count (0 outside a rewrite), and the
+ * engine's bound on it (fails as the engine does for n >= 200000). A callback that takes several
+ * of the engine's steps at once checks, for each, the count the engine would have reached. */
+size_t pm_stack_count(void);
+void pm_stack_check(size_t n);
 /* graph_rewrite(sink, pm, ctx, bottom_up, bpm) */
 UOp *graph_rewrite(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm);
 /* graph_rewrite(sink, pm) for a context-free pm, whose result for a node is a function of the node

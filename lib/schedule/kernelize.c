@@ -345,23 +345,36 @@ static UOp *rw_create_kernel_contig(const Match *m, void *ctx) { return create_k
 static bool dont_place_in_kernel(Op op) {
   return op == OP_KERNEL || op == OP_ASSIGN || op == OP_BUFFER || op == OP_MSELECT || op == OP_MSTACK || op == OP_MULTI || op == OP_BIND;
 }
-static UOp *append_to_kernel_in(Arena *a, UOp *x);
+/* append_to_kernel: each application pulls one level of the kernel's local graph in, and the
+ * engine rewrites its result again at once (every source of a rewritten node is rewritten
+ * already), so a kernel fused over a chain of d ops took d steps, each a new KERNEL node. The
+ * steps are taken here, on the source and metadata lists, and only the last gets a node: the same
+ * result, without the d - 1 nodes between. Each step still checks the engine's stack bound as
+ * its entry would have (the deque count when called, plus one per step, plus the new node's
+ * sources: what rewrite_loop checks), so a chain too long for tinygrad fails as it does. */
+typedef struct KSrcs { int n; UOp *const *src; int nmeta; const Meta *const *meta; } KSrcs;
+static bool append_step(Arena *a, KSrcs *k);
 static UOp *append_to_kernel(const Match *m, void *ctx) {
+  UOp *x = m_get(m, "x");
   ArenaMark mk = arena_mark(&uctx->scratch);
-  UOp *r = append_to_kernel_in(&uctx->scratch, m_get(m, "x"));
+  KSrcs k = {x->nsrc, x->src, x->arg->k.nmeta, x->arg->k.meta};
+  size_t base = pm_stack_count();
+  int steps = 0;
+  while (append_step(&uctx->scratch, &k)) pm_stack_check(base + (size_t)++steps + 1 + (size_t)k.n);
+  UOp *r = steps ? uop_replace(x, NULL, k.n, k.src, kernel_value(x->arg->k.ast, k.nmeta, k.meta), NULL) : NULL;
   arena_pop(&uctx->scratch, mk);
   return r;
 }
-/* append_to_kernel's work, its source list in the scratch arena a */
-static UOp *append_to_kernel_in(Arena *a, UOp *x) {
+/* one application of append_to_kernel to the kernel k describes (its lists in the scratch arena
+ * a); false when its sources would stay the same (then k is unchanged) */
+static bool append_step(Arena *a, KSrcs *k) {
   PtrVec ns;
   vec_init(&ns, a);
-  const Kernel *k = &x->arg->k;
   int nmd = k->nmeta;
   const Meta **md = arena_alloc_raw(a, sizeof(Meta *) * (size_t)(nmd + 1));
   if (nmd) memcpy(md, k->meta, sizeof(Meta *) * (size_t)nmd);
-  for (int i = 0; i < x->nsrc; i++) {
-    UOp *s = x->src[i];
+  for (int i = 0; i < k->n; i++) {
+    UOp *s = k->src[i];
     if (dont_place_in_kernel((Op)s->op)) { vec_push(&ns, s); continue; }
     for (int j = 0; j < s->nsrc; j++) vec_push(&ns, s->src[j]);
     // NOTE: because const and device are shared UOps they don't change metadata
@@ -392,13 +405,15 @@ static UOp *append_to_kernel_in(Arena *a, UOp *x) {
       if (isnew) ns.v[n++] = ns.v[i];
     }
   }
-  bool same = n == x->nsrc;
-  for (int i = 0; same && i < n; i++) if (ns.v[i] != x->src[i]) same = false;
-  if (same) return NULL;
+  bool same = n == k->n;
+  for (int i = 0; same && i < n; i++) if (ns.v[i] != k->src[i]) same = false;
+  if (same) return false;
   const Meta **dm;
-  int ndm = meta_merge(&dm, nmd, md, 0, NULL, true);
-  return uop_replace(x, NULL, n, (UOp *const *)ns.v, kernel_value(k->ast, ndm, dm), NULL);
+  k->nmeta = meta_merge(&dm, nmd, md, 0, NULL, true);
+  k->meta = dm, k->n = n, k->src = (UOp *const *)ns.v;
+  return true;
 }
+
 static UOp *rw_mselect_reshape(const Match *m, void *ctx) {
   UOp *ms = m_get(m, "ms"), *r = m_get(m, "r");
   UOp *inner = r->src[0];
