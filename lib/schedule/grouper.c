@@ -143,11 +143,39 @@ static UMap sched_do_realize(UOp *sink, UList topo) {
 }
 
 /* ---- recursive_group ---- */
+/* the (tr, st) pairs recursive_group has visited for one reduce (tinygrad's cache dict, a set).
+ * One open-addressing table serves all of group_realizes' reduces: a reduce's walk starts a new
+ * generation, and an entry of an older one counts as empty. So the table is allocated once at its
+ * largest, not grown from empty for every reduce (a big reduce's walk meets hundreds of pairs). */
+typedef struct Visit { const UOp *tr; const ShapeTracker *st; uint32_t gen; } Visit;
+typedef struct VisitSet { Visit *t; uint32_t cap, n, gen; } VisitSet;
+static void visit_next(VisitSet *s) { s->gen++, s->n = 0; }
+static Visit *visit_slot(Visit *t, uint32_t cap, uint32_t gen, const UOp *tr, const ShapeTracker *st) {
+  uint32_t m = cap - 1, i = (uint32_t)(hash_mix(uop_h(tr), st->id) >> 32) & m;
+  while (t[i].gen == gen && (t[i].tr != tr || t[i].st != st)) i = (i + 1) & m;
+  return &t[i];
+}
+/* true when (tr, st) is new in this generation (then it is added) */
+static bool visit_add(VisitSet *s, Arena *a, const UOp *tr, const ShapeTracker *st) {
+  if ((s->n + 1) * 2 > s->cap) {
+    uint32_t nc = s->cap ? s->cap * 2 : 256;
+    Visit *nt = arena_alloc(a, sizeof(Visit) * nc); /* zeroed: generation 0, which no walk uses */
+    for (uint32_t i = 0; i < s->cap; i++)
+      if (s->t[i].gen == s->gen) *visit_slot(nt, nc, s->gen, s->t[i].tr, s->t[i].st) = s->t[i];
+    s->t = nt, s->cap = nc;
+  }
+  Visit *v = visit_slot(s->t, s->cap, s->gen, tr, st);
+  if (v->gen == s->gen) return false;
+  *v = (Visit){tr, st, s->gen};
+  s->n++;
+  return true;
+}
+
 typedef struct GroupCtx {
   UOp *r; Sint rsize;
   const UMap *children, *realizes, *reduce_for_op;
   UMap *group;
-  PairMap cache;               /* the (tr, st) pairs visited (a set: no values) */
+  VisitSet *cache;             /* the (tr, st) pairs visited, in this reduce's generation */
   SchedWhyCode why; /* for explain: why r itself was put in the group (first reason) */
 } GroupCtx;
 
@@ -185,7 +213,7 @@ static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
   while (stack.n) {
     GFrame *f = stack.v[stack.n - 1];
     if (f->next < 0) {
-      if (!pairmap_put(&g->cache, f->tr, f->st, hash_mix(uop_h(f->tr), f->st->id), NULL)) { stack.n--; continue; }
+      if (!visit_add(g->cache, &uctx->scratch, f->tr, f->st)) { stack.n--; continue; }
       if (umap_has(g->realizes, f->tr) && f->tr != g->r) {
         // can only fuse contiguous; max one reduceop per kernel
         if (!st_contiguous(f->st) || si_resolve_ne(st_size(f->st), g->rsize, true)) group_self(g, WHY_NONCONTIG);
@@ -248,6 +276,7 @@ UMap group_realizes(UOp *sink) {
   umap_init(&reduce_for_op, ta);
   PtrVec double_reduces;
   vec_init(&double_reduces, ta);
+  VisitSet visited = {0};
   for (int i = 0; i < topo.n; i++) {
     UOp *r = topo.v[i];
     if (r->op != OP_REDUCE_AXIS) continue;
@@ -258,8 +287,8 @@ UMap group_realizes(UOp *sink) {
     UMap group;
     umap_init(&group, ta);
     GroupCtx g = {.r = r, .rsize = st_size(u_st(r)), .children = &children, .realizes = &realizes,
-                  .reduce_for_op = &reduce_for_op, .group = &group};
-    pairmap_init(&g.cache, ta);
+                  .reduce_for_op = &reduce_for_op, .group = &group, .cache = &visited};
+    visit_next(&visited);
     recursive_group(&g, r, u_st(r));
     // max one reduceop per kernel
     bool can_chase = true;
