@@ -16,6 +16,7 @@
 #include <time.h>
 #include "io/graph.h"
 #include "shape/shape.h"
+#include "shape/sops.h"
 
 static UCtx *c;
 static void setup(void) { c = uop_ctx_new(); shape_init(); }
@@ -164,6 +165,27 @@ Test(shape, concat_memo_matches_uncached) {
 }
 
 /* ---- movement ops on one view ---- */
+/* unravel(shape, offset) from shape/view.py, Python's floor division and modulo included:
+ *   [unravel(s, o) for s, o in [((3,4,5),-7), ((3,4,5),59), ((3,4,5),61), ((2,1,3),-1), ((7,),-15)]]
+ *   -> [2,2,3] [2,3,4] [0,0,1] [1,0,2] [6]; a zero size raises (ZeroDivisionError) */
+Test(shape, unravel_is_pythons) {
+  static const struct { int n; int64_t shape[3], off, want[3]; } cases[] = {
+    {3, {3, 4, 5}, -7, {2, 2, 3}}, {3, {3, 4, 5}, 59, {2, 3, 4}}, {3, {3, 4, 5}, 61, {0, 0, 1}},
+    {3, {2, 1, 3}, -1, {1, 0, 2}}, {1, {7}, -15, {6}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    Sint sh[3], out[3];
+    for (int i = 0; i < cases[k].n; i++) sh[i] = si(cases[k].shape[i]);
+    shape_unravel(sl(cases[k].n, sh), si(cases[k].off), out);
+    for (int i = 0; i < cases[k].n; i++)
+      cr_expect(si_is_int(out[i]) && out[i].c == cases[k].want[i], "case %zu dim %d: %lld", k, i, (long long)out[i].c);
+  }
+  Sint zero[2] = {si(2), si(0)}, out[2];
+  TgTry t;
+  if (TG_TRY(t)) { shape_unravel(sl(2, zero), si(3), out); tg_try_end(&t); cr_assert_fail("unravel over a zero size did not fail"); }
+  cr_assert(strstr(tg_last_error.msg, "by zero"), "%s", tg_last_error.msg);
+}
+
 Test(shape, view_movement_ops) {
   SList st = SL(3, 1);
   const View *v = vc(SL(2, 3), &st, 0, NULL);

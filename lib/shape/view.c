@@ -173,6 +173,20 @@ Sint view_size(const View *v) {
 
 /* unravel: the position of offset on each dimension of shape */
 static void unravel(SList shape, Sint offset, Sint *out) {
+  /* ints and positive sizes: (offset // prod(shape[i+1:])) % shape[i] is r % shape[i], with r offset
+   * floor-divided by each later size in turn (floor division by positive ints composes) */
+  bool ints = !offset.u;
+  for (int i = 0; i < shape.n && ints; i++) ints = !shape.v[i].u && shape.v[i].c > 0;
+  if (ints) {
+    int64_t r = offset.c;
+    for (int i = shape.n - 1; i >= 0; i--) {
+      int64_t d = shape.v[i].c, q = r / d, m = r - q * d;
+      if (m < 0) m += d, q--;
+      out[i] = si(m);
+      r = q;
+    }
+    return;
+  }
   Sint acc = si(1);
   for (int i = shape.n - 1; i >= 0; i--) {
     out[i] = S_mod(S_fdiv(offset, acc), shape.v[i]);
