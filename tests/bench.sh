@@ -2,7 +2,7 @@
 # bench.sh ORACLE: scheduling speed of tgc over the 5 largest corpus graphs (by uop count, INDEX.tsv
 # column 4) and testdata/models/*.graph.json, side by side with tinygrad 0.11.0 when it imports.
 # Uses $BENCH (tests/bench.c built against libtgc.a: parses the graph and runs create_schedule
-# $N times, each in a fresh context, and prints medians) and $TGC for the process's peak RSS of
+# $N times, each in a fresh context, after 200 ms of untimed runs, and prints medians) and $TGC for the process's peak RSS of
 # one `tgc schedule`. tinygrad's time is tools/tgc_graph.py bench (get_kernelize_map, median of 3),
 # twice: tg_ms with tinygrad's View/ShapeTracker functools caches warm from its earlier runs of the
 # same graph, tg_cold with them cleared before each run (like tgc's runs, each from nothing).
