@@ -456,7 +456,9 @@ UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
  * holds one rewrite's entries, the one whose epoch is UOp.rw_epoch, so a lookup is a field read
  * instead of a hash probe. Rewrites nest (callbacks run graph_rewrite), so a rewrite only takes
  * over a node whose entries belong to no rewrite still running (uctx->rw_open); a node held by an
- * enclosing rewrite keeps its entries there and this rewrite uses its own maps (fb) for it. */
+ * enclosing rewrite keeps its entries there and this rewrite uses its own maps (fb) for it.
+ * A node has two slots: the replace entry and one matcher's cache. A rewrite runs pm or bpm (a
+ * bottom-up one bpm alone); one that runs both keeps bpm's cache in its own map (bside). */
 enum { RW_REPLACE, RW_PM, RW_BPM };
 typedef struct REnt { UOp *n, *nn; int stage; } REnt;
 typedef struct RCtx {
@@ -465,6 +467,7 @@ typedef struct RCtx {
   int depth;                      /* uctx->rw_depth when this rewrite started */
   int memo;                       /* >= 0: UOp.cache[memo] holds each node's result (graph_rewrite_memo) */
   int nfb; UMap fb[3];            /* entries of nodes an enclosing rewrite holds */
+  bool both; UMap bside;          /* pm and bpm both: bpm's cache entries */
   uint32_t held_e; bool held;     /* the last epoch rw_held asked about, and its answer */
   REnt cur;                       /* the entry whose callbacks run now (RewriteNotReady puts it back) */
   REnt *q; size_t cap, head, cnt; /* ring buffer deque; cap is a power of two */
@@ -489,11 +492,13 @@ static inline bool rw_held(RCtx *r, uint32_t e) {
   return r->held;
 }
 static inline UOp *rs_get(RCtx *r, UOp *u, int k) {
-  if (u->rw_epoch == r->epoch && r->epoch) return u->rw[k];
+  if (k == RW_BPM && r->both) return umap_get(&r->bside, u);
+  if (u->rw_epoch == r->epoch && r->epoch) return u->rw[k != RW_REPLACE];
   /* only a node an enclosing rewrite holds (its epoch stays while this one runs) has entries in fb */
   return r->nfb && (!r->epoch || rw_held(r, u->rw_epoch)) ? umap_get(&r->fb[k], u) : NULL;
 }
 static inline void rs_put(RCtx *r, UOp *u, int k, UOp *v) {
+  if (k == RW_BPM && r->both) { umap_put(&r->bside, u, v); return; }
   if (u->rw_epoch != r->epoch || !r->epoch) {
     if (!r->epoch || rw_held(r, u->rw_epoch)) {
       umap_put(&r->fb[k], u, v);
@@ -501,9 +506,9 @@ static inline void rs_put(RCtx *r, UOp *u, int k, UOp *v) {
       return;
     }
     u->rw_epoch = r->epoch; /* take the node over: the entries there belong to a finished rewrite */
-    u->rw[0] = u->rw[1] = u->rw[2] = NULL;
+    u->rw[0] = u->rw[1] = NULL;
   }
-  u->rw[k] = v;
+  u->rw[k != RW_REPLACE] = v;
 }
 
 /* a node's result; graph_rewrite_memo also keeps it on the node */
@@ -546,6 +551,8 @@ static void rctx_init(RCtx *r, const PM *pm, const PM *bpm, void *ctx) {
   r->pm = pm; r->bpm = bpm; r->ctx = ctx; r->memo = -1;
   r->q = r->q0; r->cap = sizeof r->q0 / sizeof r->q0[0];
   for (int k = 0; k < 3; k++) umap_init(&r->fb[k], &uctx->scratch);
+  r->both = pm && bpm;
+  umap_init(&r->bside, &uctx->scratch);
   r->depth = uctx->rw_depth;
   int nopen = (int)(sizeof uctx->rw_open / sizeof uctx->rw_open[0]);
   if (r->depth < nopen && uctx->rw_epoch < UINT32_MAX) {

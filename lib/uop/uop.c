@@ -127,7 +127,7 @@ UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg
   u->id = uctx->next_id++; u->walk = 0;
   u->dtype = dt; u->arg = arg; u->tag = tag; u->meta = NULL;
   u->st_cache = NULL; u->dev_cache = NULL; u->axis_cache = 0; u->rw_epoch = 0;
-  u->rw[0] = u->rw[1] = u->rw[2] = NULL; u->cache[0] = u->cache[1] = NULL;
+  u->rw[0] = u->rw[1] = NULL; u->cache[0] = u->cache[1] = NULL;
   for (int i = 0; i < nsrc; i++) ((UOp **)u->src)[i] = src[i];
   iset_add(&uctx->uops, h, u);
   return u;

@@ -162,12 +162,12 @@ struct UOp {
   const Value *dev_cache;      /* lib/shape: UOp._device; axis_cache: UOp.axis */
   int32_t axis_cache;
   uint32_t rw_epoch;           /* lib/rewrite: the graph rewrite whose entries rw[] holds (0: none; see pm.c) */
-  UOp *rw[3];                  /* lib/rewrite: that rewrite's replace, pm cache and bpm cache entries */
+  UOp *rw[2];                  /* lib/rewrite: that rewrite's replace entry and its matcher's cache entry */
   void *cache[2];              /* cache[0]: lib/symbolic (_min_max), cache[1]: lib/symbolic (simplify) */
   UOp *const src[];            /* nsrc sources, stored in the node itself */
 };
 _Static_assert(OP_COUNT <= 256, "UOp.op is a byte");
-_Static_assert(sizeof(UOp) == 112, "uop_new stores each field of a new node: store the new one there too");
+_Static_assert(sizeof(UOp) == 104, "uop_new stores each field of a new node: store the new one there too");
 #define UOP_MAX_SRC (1 << 28)
 UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag);
 UOp *uop0(Op op, const DType *dt, const Value *arg);          /* no src */
