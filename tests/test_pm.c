@@ -574,7 +574,18 @@ static uint64_t xrand(uint64_t *s) { /* splitmix64 */
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
-Test(pm, substitute_skip_matches_full_rewrite) {
+/* uop_substitute against graph_rewrite(root, _substitute, bottom_up=True) on random graphs */
+static void substitute_trials(void);
+/* a context under REWRITE_SAFE_SIZE walks only the nodes newer than the oldest key */
+Test(pm, substitute_skip_matches_full_rewrite) { substitute_trials(); }
+/* past it (30000 nodes made first, each with a source), each graph is sized and walked whole */
+Test(pm, substitute_skip_matches_full_rewrite_in_a_big_context) {
+  UOp *u = N("pad", 0);
+  for (int i = 0; i < 30000; i++) u = uop_new(OP_NOOP, dt_void, 1, &u, v_int(i), NULL);
+  cr_assert_geq((uint64_t)uctx->next_id + uctx->nedges, (uint64_t)REWRITE_SAFE_SIZE);
+  substitute_trials();
+}
+static void substitute_trials(void) {
   pm_init();
   uint64_t seed = 0x5eed;
   int same_node = 0, errors = 0, changed = 0;

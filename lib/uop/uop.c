@@ -129,6 +129,7 @@ UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg
   u->st_cache = NULL; u->dev_cache = NULL; u->axis_cache = 0; u->rw_epoch = 0;
   u->rw[0] = u->rw[1] = NULL; u->cache[0] = u->cache[1] = NULL;
   for (int i = 0; i < nsrc; i++) ((UOp **)u->src)[i] = src[i];
+  uctx->nedges += (uint64_t)nsrc;
   iset_add(&uctx->uops, h, u);
   return u;
 }

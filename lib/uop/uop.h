@@ -223,6 +223,7 @@ typedef struct UCtx {
   MemUse mem;                  /* the bytes the context holds (its arenas, the pass arenas, its heap tables and walk stack) and their peak */
   ISet uops, values, views, sts, metas; /* intern tables (keyed by structural hash) */
   uint32_t next_id;            /* the next UOp's id (UOps alone: arrays indexed by UOp id stay dense) */
+  uint64_t nedges;             /* the sources of all the UOps made: with next_id, a bound on any graph's nodes + edges */
   uint32_t next_vid;           /* the next id of a Value, View, ShapeTracker or Metadata */
   int64_t next_unique;         /* UNIQUE counter for buffers the scheduler creates */
   Options opt;
