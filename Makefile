@@ -131,7 +131,7 @@ $(BUILD)/bench: tests/bench.c $(BUILD)/libtgc.a
 	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libtgc.a -o $@ $(LDLIBS) $(LDFLAGS)
 
 # BENCH_N runs per graph (median); NO_TINYGRAD=1 skips tinygrad's side
-BENCH_N ?= 20
+BENCH_N ?= 100
 bench: $(BUILD)/tgc $(BUILD)/bench
 	N=$(BENCH_N) BUILD=$(BUILD) TGC=$(BUILD)/tgc BENCH=$(BUILD)/bench sh tests/bench.sh $(ORACLE)
 

@@ -26,7 +26,7 @@ ORACLE=${1:-../shared/oracle}
 BUILD=${BUILD:-build}
 TGC=${TGC:-$BUILD/tgc}
 BENCH=${BENCH:-$BUILD/bench}
-N=${N:-20}
+N=${N:-100}
 for b in "$TGC" "$BENCH"; do
   if [ ! -x "$b" ]; then
     echo "bench.sh: $b not built" >&2
