@@ -820,41 +820,34 @@ UOp *uop_substitute(UOp *root, const UMap *dvars) {
     roots[nr++] = root;
     MAP_EACH(&d, e) roots[nr++] = e->val;
     UList *topo = arena_alloc_raw(&uctx->scratch, sizeof(UList) * (size_t)nr);
-    size_t size = 0;
     /* When every node the context has made, with their sources, is under the bound, so is any
      * graph, and only the nodes made after the oldest key are walked: a node's sources are older
-     * than it, so an older node has no key below it. It is entered as its own result where a
-     * walked node uses it. */
-    if ((uint64_t)uctx->next_id + uctx->nedges < REWRITE_SAFE_SIZE) {
-      uint32_t oldest = UINT32_MAX;
+     * than it, so an older node has no key below it, and it is entered as its own result where a
+     * walked node uses it (oldest stays 0, no node, when each graph is sized instead). */
+    uint32_t oldest = 0;
+    bool safe = (uint64_t)uctx->next_id + uctx->nedges < REWRITE_SAFE_SIZE;
+    if (safe) {
+      oldest = UINT32_MAX;
       MAP_EACH(&d, e) if (((UOp *)e->key)->id < oldest) oldest = ((UOp *)e->key)->id;
-      for (int t = 0; t < nr; t++) {
-        if (roots[t]->id < oldest) { if (!rs_get(&r, roots[t], RW_REPLACE)) rs_replace(&r, roots[t], roots[t]); continue; }
-        UList tp = uop_toposort_in(&uctx->scratch, roots[t], gate_newer, &oldest);
-        for (int i = 0; i < tp.n; i++) {
-          UOp *u = tp.v[i];
-          bool clean = !umap_has(&d, u);
-          for (int j = 0; j < u->nsrc; j++) {
-            UOp *s = u->src[j];
-            if (rs_get(&r, s, RW_REPLACE)) continue;
-            if (s->id < oldest) rs_replace(&r, s, s);
-            else clean = false;
-          }
-          if (clean) rs_replace(&r, u, u);
+      for (; nt < nr; nt++) topo[nt] = uop_toposort_in(&uctx->scratch, roots[nt], gate_newer, &oldest);
+    } else {
+      size_t size = 0;
+      for (; nt < nr && size < REWRITE_SAFE_SIZE; nt++) size = rewrite_size_add(size, topo[nt] = uop_toposort_in(&uctx->scratch, roots[nt], NULL, NULL));
+      safe = size < REWRITE_SAFE_SIZE;
+    }
+    for (int t = 0; t < nt && safe; t++) {
+      if (roots[t]->id < oldest) { if (!rs_get(&r, roots[t], RW_REPLACE)) rs_replace(&r, roots[t], roots[t]); continue; }
+      for (int i = 0; i < topo[t].n; i++) {
+        UOp *u = topo[t].v[i];
+        bool clean = !umap_has(&d, u);
+        for (int j = 0; j < u->nsrc; j++) {
+          UOp *s = u->src[j];
+          if (rs_get(&r, s, RW_REPLACE)) continue;
+          if (s->id < oldest) rs_replace(&r, s, s);
+          else clean = false;
         }
+        if (clean) rs_replace(&r, u, u);
       }
-      size = REWRITE_SAFE_SIZE; /* the walk below is done */
-    }
-    while (nt < nr && size < REWRITE_SAFE_SIZE) {
-      topo[nt] = uop_toposort_in(&uctx->scratch, roots[nt], NULL, NULL);
-      size = rewrite_size_add(size, topo[nt]);
-      nt++;
-    }
-    for (int t = 0; t < nt && size < REWRITE_SAFE_SIZE; t++) for (int i = 0; i < topo[t].n; i++) {
-      UOp *u = topo[t].v[i];
-      bool clean = !umap_has(&d, u);
-      for (int j = 0; j < u->nsrc && clean; j++) clean = rs_get(&r, u->src[j], RW_REPLACE) != NULL;
-      if (clean) rs_replace(&r, u, u);
     }
     ret = rs_get(&r, root, RW_REPLACE);
     if (!ret) ret = unified_rewrite(&r, root);
