@@ -308,11 +308,12 @@ const PairEnt *pairmap_find(const PairMap *m, const void *a, const void *b, uint
 bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const void *v) {
   if ((m->n + 1) * 2 > m->cap) {
     size_t nc = m->cap ? m->cap * 2 : 64;
-    PairEnt *nt = m->ar ? arena_alloc(m->ar, sizeof(PairEnt) * nc) : calloc(nc, sizeof(PairEnt));
+    PairEnt *nt = calloc(nc, sizeof(PairEnt));
     if (!nt) tg_fail(TG_EINTERNAL, "out of memory growing a pair map");
-    if (!m->ar) memuse_add(m->use, sizeof(PairEnt) * nc);
+    memuse_add(m->use, sizeof(PairEnt) * nc);
     for (size_t i = 0; i < m->cap; i++) if (m->t[i].a) *pairmap_slot(nt, nc, m->t[i].a, m->t[i].b, m->t[i].h) = m->t[i];
-    if (!m->ar) free(m->t), memuse_sub(m->use, pairmap_bytes(m));
+    free(m->t);
+    memuse_sub(m->use, pairmap_bytes(m));
     m->t = nt, m->cap = nc;
   }
   PairEnt *e = pairmap_slot(m->t, m->cap, a, b, h);
@@ -323,8 +324,9 @@ bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const voi
 }
 
 void pairmap_free(PairMap *m) {
-  if (!m->ar) free(m->t), memuse_sub(m->use, pairmap_bytes(m));
-  *m = (PairMap){NULL, 0, 0, m->ar, m->use};
+  free(m->t);
+  memuse_sub(m->use, pairmap_bytes(m));
+  *m = (PairMap){NULL, 0, 0, m->use};
 }
 
 /* ---- intern set ---- */

@@ -112,15 +112,13 @@ void iset_free(ISet *s);
 void iset_reserve(ISet *s, size_t n);                             /* room for n entries without growing */
 static inline size_t iset_bytes(const ISet *s) { return s->cap * sizeof *s->slots; }
 
-/* ---- a map from pointer pairs to a pointer: tinygrad's dicts and caches keyed by (UOp,
- * ShapeTracker) or by two interned operands; h is the caller's hash of the pair (ids, never
- * addresses); a stored value may be NULL. Its table is in the arena ar, or, with ar NULL (a zeroed
- * PairMap), on the heap, where a grown table frees the one it replaces: a cache that lives as long
- * as its context leaves no old tables behind (pairmap_free) ---- */
+/* ---- a map from pointer pairs to a pointer: tinygrad's caches keyed by two interned operands
+ * (the context's memos); h is the caller's hash of the pair (ids, never addresses); a stored value
+ * may be NULL. A zeroed PairMap is empty. Its table is on the heap, where a grown table frees the
+ * one it replaces: a cache that lives as long as its context leaves no old tables behind ---- */
 typedef struct PairEnt { const void *a, *b, *v; uint64_t h; } PairEnt;  /* a NULL: empty */
-typedef struct PairMap { PairEnt *t; size_t cap, n; Arena *ar; MemUse *use; /* a heap table's bytes (NULL: uncounted) */ } PairMap;
-static inline void pairmap_init(PairMap *m, Arena *a) { *m = (PairMap){NULL, 0, 0, a, NULL}; }
-void pairmap_free(PairMap *m);                  /* a heap PairMap's table (an arena one's stays) */
+typedef struct PairMap { PairEnt *t; size_t cap, n; MemUse *use; /* where the table's bytes are counted (NULL: nowhere) */ } PairMap;
+void pairmap_free(PairMap *m);                  /* its table (the map is empty again) */
 static inline size_t pairmap_bytes(const PairMap *m) { return m->cap * sizeof *m->t; }
 const PairEnt *pairmap_find(const PairMap *m, const void *a, const void *b, uint64_t h); /* NULL when absent */
 bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const void *v);  /* true when (a, b) is new */
