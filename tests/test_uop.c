@@ -114,6 +114,13 @@ Test(uop, graph_queries_walk_to_the_first_match) {
   bool inner = false;
   uop_walk(z, gate_ask, &inner);
   cr_assert(inner);
+  /* among nodes newer than x only (z and y): nothing below x, the oldest of z's sources, is asked */
+  npred = 0;
+  cr_assert(uop_any_newer(z, x->id, is_mul, NULL));
+  cr_assert_eq(npred, 2, "asked %d times: z, then y (x and below are older)", npred);
+  npred = 0;
+  cr_assert_not(uop_any_newer(z, y->id, is_mul, NULL));
+  cr_assert_eq(npred, 1, "only z is newer than y (asked %d times)", npred);
 }
 
 Test(uop, toposort_million_node_chain_is_iterative) {

@@ -841,15 +841,8 @@ static bool stage_is(const char *stop, const char *name) { return stop && strcmp
 
 /* fix_assign: if a kernel depends on a buffer, and that buffer is later assigned to, make the
  * assign depend on the kernel's assign. Fills assign_rep; fails on a cycle. */
-/* any(x.op is Ops.ASSIGN and x.buf_uop is buf for x in u.toposort()): an ASSIGN to buf is newer
- * than buf, and so is every node above one, so the walk stops at nodes older than buf */
-typedef struct AssignTo { const UOp *buf; bool found; } AssignTo;
-static bool gate_assign_to(UOp *u, void *ctx) {
-  AssignTo *a = ctx;
-  if (a->found) return false;
-  if (u->op == OP_ASSIGN && u_buf_uop(u) == a->buf) a->found = true;
-  return !a->found && u->id > a->buf->id;
-}
+/* x.op is Ops.ASSIGN and x.buf_uop is buf (such an x is newer than buf) */
+static bool is_assign_to(const UOp *u, const void *buf) { return u->op == OP_ASSIGN && u_buf_uop((UOp *)u) == buf; }
 static void fix_assign(UOp *ksink, UMap *assign_rep) {
   ArenaMark mk = arena_mark(&uctx->scratch);
   UMap kernel_assign;
@@ -865,9 +858,7 @@ static void fix_assign(UOp *ksink, UMap *assign_rep) {
       UOp *s = k->src[j], *a;
       // TODO: this is probably broken for MSELECT/MSTACK
       if (s->op != OP_BUFFER || s == ub || !(a = umap_get(&kernel_assign, s))) continue;
-      AssignTo at = {s, false};
-      uop_walk(u, gate_assign_to, &at);
-      if (at.found) tg_fail(TG_EINPUT, "cycle detected in graph, kernel for %s must either depend on ASSIGN or BUFFER", uop_repr(ga(), ub));
+      if (uop_any_newer(u, s->id, is_assign_to, s)) tg_fail(TG_EINPUT, "cycle detected in graph, kernel for %s must either depend on ASSIGN or BUFFER", uop_repr(ga(), ub));
       UOp **src = arena_alloc_raw(&uctx->scratch, sizeof(UOp *) * (size_t)(a->nsrc + 1));
       memcpy(src, a->src, sizeof(UOp *) * (size_t)a->nsrc);
       src[a->nsrc] = u;

@@ -249,32 +249,24 @@ void uop_walk(UOp *root, UGate gate, void *gctx) {
 }
 UList uop_toposort(UOp *root, UGate gate, void *gctx) { return uop_toposort_many(1, &root, gate, gctx); }
 
-typedef struct AnyCtx { UPred pred; const void *ctx; bool found; } AnyCtx;
+typedef struct AnyCtx { UPred pred; const void *ctx; uint32_t floor; bool found; } AnyCtx;
 static bool gate_any(UOp *u, void *ctx) {
   AnyCtx *a = ctx;
-  if (!a->found && a->pred(u, a->ctx)) a->found = true;
+  if (a->found || u->id <= a->floor) return false;
+  if (a->pred(u, a->ctx)) a->found = true;
   return !a->found;
 }
-bool uop_any(UOp *root, UPred pred, const void *ctx) {
-  AnyCtx a = {pred, ctx, false};
+bool uop_any_newer(UOp *root, uint32_t floor, UPred pred, const void *ctx) {
+  AnyCtx a = {pred, ctx, floor, false};
   uop_walk(root, gate_any, &a);
   return a.found;
 }
+bool uop_any(UOp *root, UPred pred, const void *ctx) { return uop_any_newer(root, 0, pred, ctx); }
 typedef struct OpPair { Op a, b; } OpPair;
 static bool is_op_pair(const UOp *u, const void *ctx) { const OpPair *p = ctx; return u->op == p->a || u->op == p->b; }
 bool uop_has_op(UOp *root, Op a, Op b) { OpPair p = {a, b}; return uop_any(root, is_op_pair, &p); }
-/* a node's sources are older than it: the walk does not go below a node older than x */
-typedef struct InGraph { const UOp *x; bool found; } InGraph;
-static bool gate_in_graph(UOp *u, void *ctx) {
-  InGraph *g = ctx;
-  if (u == g->x) g->found = true;
-  return !g->found && u->id > g->x->id;
-}
-bool uop_in_graph(UOp *root, const UOp *x) {
-  InGraph g = {x, false};
-  uop_walk(root, gate_in_graph, &g);
-  return g.found;
-}
+static bool is_node(const UOp *u, const void *x) { return u == x; }
+bool uop_in_graph(UOp *root, const UOp *x) { return uop_any_newer(root, x->id - 1, is_node, x); }
 
 static bool gate_not_in_edges(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
 bool uop_can_pad(int n, UOp *const *roots, const UMap *edges) {

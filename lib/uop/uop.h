@@ -194,6 +194,9 @@ void uop_walk(UOp *root, UGate gate, void *gctx);             /* the toposort's 
  * pred has accepted one (every node of the toposort meets it first, so none is missed) */
 typedef bool (*UPred)(const UOp *u, const void *ctx);
 bool uop_any(UOp *root, UPred pred, const void *ctx);
+/* uop_any among the nodes newer than floor (id > floor): a node's sources are older than it, so
+ * the walk does not go below an older node (a search for something newer than a known node) */
+bool uop_any_newer(UOp *root, uint32_t floor, UPred pred, const void *ctx);
 bool uop_has_op(UOp *root, Op a, Op b);                      /* root's graph holds an a or a b */
 bool uop_in_graph(UOp *root, const UOp *x);                  /* x in root.toposort() */
 
