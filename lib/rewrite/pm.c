@@ -744,9 +744,11 @@ static void rmap_loop(RCtx *r, UList topo, bool bottom_up, RMap *nm, int *jp) {
 RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const RMap *input_map) {
   /* every key is a node of sink's graph or of input_map's keys, all older than this call */
   uint32_t cap = uctx->next_id;
-  RMap nm = {arena_alloc(out, sizeof(UOp *) * (size_t)cap), cap, 0, arena_alloc_raw(out, sizeof(UOp *) * (size_t)cap)};
   ArenaMark mk = arena_mark(&uctx->scratch);
   UList topo = uop_toposort_in(&uctx->scratch, sink, NULL, NULL);
+  /* values by id; keys in order, at most one per node of sink's graph and one per input key */
+  size_t nkeys = (size_t)topo.n + (input_map ? (size_t)input_map->n : 0);
+  RMap nm = {arena_alloc(out, sizeof(UOp *) * (size_t)cap), cap, 0, arena_alloc_raw(out, sizeof(UOp *) * (nkeys ? nkeys : 1))};
   NRJump *saved = nr_top;
   RCtx r;
   rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);
