@@ -879,6 +879,8 @@ static Arena *pp_next(MapPP *pp) {
   arena_pop(&pp->a[pp->cur], (ArenaMark){NULL, 0}); /* it held the map before the current one; its first chunk stays */
   return &pp->a[pp->cur];
 }
+/* the map before the current one, dropped when the next map goes elsewhere (create_ast's, to ga()) */
+static void pp_drop_older(MapPP *pp) { arena_pop(&pp->a[pp->cur ^ 1], (ArenaMark){NULL, 0}); }
 
 /* kernelize_run's passes; stops after the pass named stop (NULL: all), returning the map. The
  * last pass (create_ast) writes its map to the graph arena (*in_ga), where it is the result. */
@@ -910,6 +912,7 @@ static RMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop, bool *in_ga
   if (stage_is(stop, "fix_assign")) return tm;
 
   // finally, create the AST for kernels
+  pp_drop_older(pp);
   tm = graph_rewrite_rmap(ga(), rmap_get(&tm, sink), pm_create_ast, NULL, true, NULL, &tm);
   *in_ga = true;
 
