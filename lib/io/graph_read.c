@@ -993,10 +993,14 @@ Graph *graph_read_mem(const char *name, const char *text, size_t n, const char *
    * scheduling makes (create_schedule's reserve: 7 more per row), since growing a table hashes
    * every entry again: schedules 4-6% faster (make bench). At most 256K entries ahead (a 4 MB
    * table of slots): a bigger graph grows its tables as it reads, and a file of buffer data
-   * holds fewer rows than its size says. */
+   * holds fewer rows than its size says. The View and ShapeTracker tables get half the rows (the
+   * bench graphs hold 0.2-0.3 views a row): grown from their first 16 slots as the file is read
+   * instead, they left conv_wino's kernelize 10% slower (make bench). */
   size_t rows = n / 100, cap = (size_t)1 << 18;
   iset_reserve(&uctx->uops, uctx->uops.n + (rows * 8 < cap ? rows * 8 : cap));
   iset_reserve(&uctx->values, uctx->values.n + (rows < cap ? rows : cap));
+  iset_reserve(&uctx->views, uctx->views.n + (rows / 2 < cap ? rows / 2 : cap));
+  iset_reserve(&uctx->sts, uctx->sts.n + (rows / 2 < cap ? rows / 2 : cap));
   check_json_chars(g->path, text, n);
   if (!graph_stream(&R, text, n, g)) { /* the whole-document reader, from scratch, says what is wrong */
     memset(g, 0, sizeof *g);

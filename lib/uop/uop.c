@@ -190,7 +190,7 @@ static UList toposort_impl(Arena *a, int nroots, UOp *const *roots, UGate gate, 
     }
     epoch = c->walk_epoch;
     if (!c->walk_stack) {
-      c->walk_cap = 1024;
+      c->walk_cap = 16;
       c->walk_stack = malloc(c->walk_cap * sizeof(TEnt));
       if (!c->walk_stack) tg_fail(TG_EINTERNAL, "out of memory");
       memuse_add(&c->mem, c->walk_cap * sizeof(TEnt));

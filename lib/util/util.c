@@ -307,7 +307,7 @@ const PairEnt *pairmap_find(const PairMap *m, const void *a, const void *b, uint
 }
 bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const void *v) {
   if ((m->n + 1) * 2 > m->cap) {
-    size_t nc = m->cap ? m->cap * 2 : 64;
+    size_t nc = m->cap ? m->cap * 2 : 8;
     PairEnt *nt = calloc(nc, sizeof(PairEnt));
     if (!nt) tg_fail(TG_EINTERNAL, "out of memory growing a pair map");
     memuse_add(m->use, sizeof(PairEnt) * nc);
@@ -356,7 +356,9 @@ static void iset_rehash(ISet *s, size_t nc) {
   memuse_sub(s->use, iset_bytes(s));
   s->slots = ns; s->cap = nc;
 }
-static void iset_grow(ISet *s) { iset_rehash(s, s->cap ? s->cap * 2 : 1024); }
+/* a table starts at 16 slots, so a small graph's memory is its own size, not a fixed cost; the
+ * readers size big ones ahead (graph_read_mem, create_schedule) */
+static void iset_grow(ISet *s) { iset_rehash(s, s->cap ? s->cap * 2 : 16); }
 void iset_add(ISet *s, uint64_t h, void *p) {
   if ((s->n + 1) * 2 > s->cap) iset_grow(s);
   size_t m = s->cap - 1, i = h & m;
@@ -366,7 +368,7 @@ void iset_add(ISet *s, uint64_t h, void *p) {
   s->n++;
 }
 void iset_reserve(ISet *s, size_t n) {
-  size_t nc = s->cap ? s->cap : 1024;
+  size_t nc = s->cap ? s->cap : 16;
   while (n * 2 > nc) nc *= 2;
   if (nc != s->cap) iset_rehash(s, nc);
 }
