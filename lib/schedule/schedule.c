@@ -105,9 +105,6 @@ static void add_item(PtrVec *items, UOp *k, UOp *ast, int nbufs, SchedBuf *bufs,
   vec_push(items, it);
 }
 
-/* room in an intern table for k times its entries more, at most lim more */
-static void reserve_ahead(ISet *s, size_t k, size_t lim) { iset_reserve(s, s->n + (s->n * k < lim ? s->n * k : lim)); }
-
 /* create_schedule: kernelize sink, then create_schedule_with_vars' BFS order, one item per shard */
 Schedule *create_schedule(UOp *sink) {
   /* the passes make several nodes per node they read: size the intern table for that once (a big
@@ -115,11 +112,11 @@ Schedule *create_schedule(UOp *sink) {
    * has this room already (graph_read_mem sizes it from the file); this serves graphs built in
    * memory and files with more rows than their size suggests */
   double t0 = tg_now_ms();
-  reserve_ahead(&uctx->uops, 7, (size_t)1 << 18);
+  iset_reserve_more(&uctx->uops, uctx->uops.n * 7, (size_t)1 << 18);
   /* and the View and ShapeTracker tables for the ones the passes add (the bench graphs add up to
    * 0.9x and 2.4x their own): the tables start small (16 slots), for small graphs' memory */
-  reserve_ahead(&uctx->views, 1, (size_t)1 << 16);
-  reserve_ahead(&uctx->sts, 2, (size_t)1 << 16);
+  iset_reserve_more(&uctx->views, uctx->views.n, (size_t)1 << 16);
+  iset_reserve_more(&uctx->sts, uctx->sts.n * 2, (size_t)1 << 16);
   Schedule *S = arena_alloc(ga(), sizeof *S);
   S->kernelize_map = get_kernelize_map(sink);
   S->kernelize_ms = tg_now_ms() - t0;

@@ -372,4 +372,5 @@ void iset_reserve(ISet *s, size_t n) {
   while (n * 2 > nc) nc *= 2;
   if (nc != s->cap) iset_rehash(s, nc);
 }
+void iset_reserve_more(ISet *s, size_t more, size_t lim) { iset_reserve(s, s->n + (more < lim ? more : lim)); }
 void iset_free(ISet *s) { free(s->slots); memuse_sub(s->use, iset_bytes(s)); s->slots = NULL; s->cap = s->n = 0; }

@@ -110,6 +110,7 @@ void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe); /* NULL when ab
 void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backed; iset_free */
 void iset_free(ISet *s);
 void iset_reserve(ISet *s, size_t n);                             /* room for n entries without growing */
+void iset_reserve_more(ISet *s, size_t more, size_t lim);        /* room for min(more, lim) entries more */
 static inline size_t iset_bytes(const ISet *s) { return s->cap * sizeof *s->slots; }
 
 /* ---- a map from pointer pairs to a pointer: tinygrad's caches keyed by two interned operands
