@@ -195,7 +195,8 @@ void uop_walk(UOp *root, UGate gate, void *gctx);             /* the toposort's 
 typedef bool (*UPred)(const UOp *u, const void *ctx);
 bool uop_any(UOp *root, UPred pred, const void *ctx);
 /* uop_any among the nodes newer than floor (id > floor): a node's sources are older than it, so
- * the walk does not go below an older node (a search for something newer than a known node) */
+ * the walk does not go below an older node (a search for something newer than a known node). Ids
+ * start at 1, so floor 0 is every node (uop_any) and x->id - 1 is x and everything newer */
 bool uop_any_newer(UOp *root, uint32_t floor, UPred pred, const void *ctx);
 bool uop_has_op(UOp *root, Op a, Op b);                      /* root's graph holds an a or a b */
 bool uop_in_graph(UOp *root, const UOp *x);                  /* x in root.toposort() */
