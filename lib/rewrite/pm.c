@@ -742,13 +742,21 @@ static void rmap_loop(RCtx *r, UList topo, bool bottom_up, RMap *nm, int *jp) {
 }
 
 RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const RMap *input_map) {
-  /* every key is a node of sink's graph or of input_map's keys, all older than this call */
-  uint32_t cap = uctx->next_id;
   ArenaMark mk = arena_mark(&uctx->scratch);
   UList topo = uop_toposort_in(&uctx->scratch, sink, NULL, NULL);
-  /* values by id; keys in order, at most one per node of sink's graph and one per input key */
+  RMap nm = graph_rewrite_rmap_topo(out, topo, pm, ctx, bottom_up, bpm, input_map);
+  if (out != &uctx->scratch) arena_pop(&uctx->scratch, mk); /* (a map in scratch sits above topo: the caller pops both) */
+  return nm;
+}
+RMap graph_rewrite_rmap_topo(Arena *out, UList topo, const PM *pm, void *ctx, bool bottom_up, const PM *bpm,
+                             const RMap *input_map) {
+  /* every key is a node of sink's graph or of input_map's keys, all older than this call */
+  uint32_t cap = uctx->next_id;
+  /* values by id; keys in order, at most one per node of sink's graph and one per input key
+   * (allocated before the scratch mark below, so a map in scratch outlives this rewrite's pop) */
   size_t nkeys = (size_t)topo.n + (input_map ? (size_t)input_map->n : 0);
   RMap nm = {arena_alloc(out, sizeof(UOp *) * (size_t)cap), cap, 0, arena_alloc_raw(out, sizeof(UOp *) * (nkeys ? nkeys : 1))};
+  ArenaMark mk = arena_mark(&uctx->scratch);
   NRJump *saved = nr_top;
   RCtx r;
   rctx_init(&r, bottom_up ? NULL : pm, bottom_up ? pm : bpm, ctx);

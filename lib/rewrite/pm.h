@@ -108,6 +108,10 @@ UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const
  * order of tinygrad's dict (sink's toposort, then input_map's keys that are new) */
 typedef struct RMap { UOp **val; uint32_t cap; int n; UOp **keys; } RMap;
 RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const RMap *input_map);
+/* the same, given the sink's toposort instead of the sink (for a caller that has walked its graph already;
+ * the list is read, not kept) */
+RMap graph_rewrite_rmap_topo(Arena *out, UList topo, const PM *pm, void *ctx, bool bottom_up, const PM *bpm,
+                             const RMap *input_map);
 static inline UOp *rmap_get(const RMap *m, const UOp *k) { return k->id < m->cap ? m->val[k->id] : NULL; }
 UMap rmap_to_umap(const RMap *m, Arena *a);     /* the same entries as an ordered UMap in a */
 /* UOp.substitute(dvars): dvars maps UOp -> UOp (entries with k == v ignored) */

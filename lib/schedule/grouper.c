@@ -173,7 +173,8 @@ static bool visit_add(VisitSet *s, Arena *a, const UOp *tr, const ShapeTracker *
 
 typedef struct GroupCtx {
   UOp *r; Sint rsize;
-  const UMap *children, *realizes, *reduce_for_op;
+  Kids *const *children;       /* by node id */
+  const UMap *realizes, *reduce_for_op;
   UMap *group;
   VisitSet *cache;             /* the (tr, st) pairs visited, in this reduce's generation */
   SchedWhyCode why; /* for explain: why r itself was put in the group (first reason) */
@@ -224,7 +225,7 @@ static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
       }
       f->next = 0;
     }
-    const Kids *ch = umap_getp(g->children, f->tr);
+    const Kids *ch = g->children[f->tr->id];
     /* the next child */
     if (!ch || f->next >= ch->n) { stack.n--; continue; }
     UOp *tr_next = ch->v[f->next++];
@@ -242,11 +243,10 @@ static void recursive_group(GroupCtx *g, UOp *tr0, const ShapeTracker *st0) {
 static bool gate_not_realized(UOp *u, void *ctx) { return !umap_has((const UMap *)ctx, u); }
 
 /* group_realizes: the ordered set of tensor UOps that get their own buffer */
-UMap group_realizes(UOp *sink) {
+UMap group_realizes(UOp *sink, UList topo) {
   // everything below but realizes is scratch, dropped on return
   Arena *ta = &uctx->scratch;
   ArenaMark mk = arena_mark(ta);
-  UList topo = uop_toposort_in(ta, sink, NULL, NULL);
   // start by adding uops that always realize
   UMap realizes = sched_do_realize(sink, topo);
   if (uctx->opt.dont_group_reduces) {
@@ -254,10 +254,9 @@ UMap group_realizes(UOp *sink) {
     return realizes;
   }
 
-  // construct children graph (only for bases)
-  UMap children, assigns;
-  umap_init(&children, ta);
-  map_reserve(&children, topo.n); /* at most a key per node: no regrowing on the way */
+  // construct children graph (only for bases); indexed by id (the graph's nodes are all older than now)
+  Kids **children = arena_alloc(ta, sizeof(Kids *) * uctx->next_id);
+  UMap assigns;
   umap_init(&assigns, ta);
   for (int i = 0; i < topo.n; i++) {
     UOp *u = topo.v[i];
@@ -265,8 +264,8 @@ UMap group_realizes(UOp *sink) {
     if (u->op == OP_ASSIGN) uset_add(&assigns, u_buf_uop(u));
     for (int j = 0; j < u->nsrc; j++) {
       UOp *b = u_base(u->src[j]);
-      Kids *ch = umap_getp(&children, b);
-      if (!ch) { ch = arena_alloc(ta, sizeof *ch); umap_put(&children, b, ch); }
+      Kids *ch = children[b->id];
+      if (!ch) ch = children[b->id] = arena_alloc(ta, sizeof *ch);
       kids_add(ta, ch, u);
     }
   }
@@ -286,7 +285,7 @@ UMap group_realizes(UOp *sink) {
     if (umap_has(&realizes, r)) continue;
     UMap group;
     umap_init(&group, ta);
-    GroupCtx g = {.r = r, .rsize = st_size(u_st(r)), .children = &children, .realizes = &realizes,
+    GroupCtx g = {.r = r, .rsize = st_size(u_st(r)), .children = children, .realizes = &realizes,
                   .reduce_for_op = &reduce_for_op, .group = &group, .cache = &visited};
     visit_next(&visited);
     recursive_group(&g, r, u_st(r));
@@ -339,7 +338,7 @@ UMap group_realizes(UOp *sink) {
         // can chase this down to contiguous children
         const ShapeTracker *st = u_st(tr);
         for (;;) {
-          const Kids *lst = umap_getp(&children, tr);
+          const Kids *lst = children[tr->id];
           if (!lst || lst->n != 1) break;
           UOp *tr_next = lst->v[0];
           const ShapeTracker *first;
@@ -363,7 +362,7 @@ UMap group_realizes(UOp *sink) {
   // fuse double reduces with no other child
   for (int i = 0; i < double_reduces.n; i++) {
     UOp *top_reduce = u_base(((UOp *)double_reduces.v[i])->src[0]);
-    const Kids *ch = umap_getp(&children, top_reduce);
+    const Kids *ch = children[top_reduce->id];
     if (ch && ch->n == 1) umap_del(&realizes, top_reduce);
   }
   arena_pop(ta, mk);

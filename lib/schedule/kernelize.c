@@ -843,11 +843,10 @@ static bool stage_is(const char *stop, const char *name) { return stop && strcmp
  * assign depend on the kernel's assign. Fills assign_rep; fails on a cycle. */
 /* x.op is Ops.ASSIGN and x.buf_uop is buf (such an x is newer than buf) */
 static bool is_assign_to(const UOp *u, const void *buf) { return u->op == OP_ASSIGN && u_buf_uop((UOp *)u) == buf; }
-static void fix_assign(UOp *ksink, UMap *assign_rep) {
+static void fix_assign(UList topo, UMap *assign_rep) {
   ArenaMark mk = arena_mark(&uctx->scratch);
   UMap kernel_assign;
   umap_init(&kernel_assign, &uctx->scratch);
-  UList topo = uop_toposort_in(&uctx->scratch, ksink, NULL, NULL);
   for (int i = 0; i < topo.n; i++) {
     UOp *u = topo.v[i];
     if (u->op != OP_ASSIGN) continue;
@@ -893,9 +892,12 @@ static RMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop, bool *in_ga
   if (sched_why) sched_why->mv = rmap_to_umap(&tm, ga());
   if (stage_is(stop, "merge_views")) return tm;
 
-  // insert contiguous in places determined by the realize map
-  UMap realize_map = group_realizes(rmap_get(&tm, sink));
-  tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_add_contiguous, &realize_map, true, NULL, &tm);
+  // insert contiguous in places determined by the realize map (both walk the same graph: one toposort)
+  ArenaMark mk = arena_mark(&uctx->scratch);
+  UList topo = uop_toposort_in(&uctx->scratch, rmap_get(&tm, sink), NULL, NULL);
+  UMap realize_map = group_realizes(rmap_get(&tm, sink), topo);
+  tm = graph_rewrite_rmap_topo(pp_next(pp), topo, pm_add_contiguous, &realize_map, true, NULL, &tm);
+  arena_pop(&uctx->scratch, mk);
   if (stage_is(stop, "add_contiguous")) return tm;
   tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_finalize, NULL, false, NULL, &tm);
   if (stage_is(stop, "finalize_contiguous")) return tm;
@@ -905,19 +907,27 @@ static RMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop, bool *in_ga
   if (stage_is(stop, "create_kernels")) return tm;
 
   // if a kernel depends on a buffer, and that buffer is later assigned to, make the assign depend on the kernel's assign
+  // (fix_assign and, when it changes nothing, create_ast walk the same graph: one toposort)
   UMap assign_rep;
   umap_init(&assign_rep, ga());
-  fix_assign(rmap_get(&tm, sink), &assign_rep);
-  if (assign_rep.live) tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_substitute, &assign_rep, true, NULL, &tm);
-  if (stage_is(stop, "fix_assign")) return tm;
+  mk = arena_mark(&uctx->scratch);
+  topo = uop_toposort_in(&uctx->scratch, rmap_get(&tm, sink), NULL, NULL);
+  fix_assign(topo, &assign_rep);
+  if (assign_rep.live) {
+    arena_pop(&uctx->scratch, mk);
+    tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_substitute, &assign_rep, true, NULL, &tm);
+  }
+  if (stage_is(stop, "fix_assign")) { arena_pop(&uctx->scratch, mk); return tm; }
 
   // finally, create the AST for kernels
   pp_drop_older(pp);
-  tm = graph_rewrite_rmap(ga(), rmap_get(&tm, sink), pm_create_ast, NULL, true, NULL, &tm);
+  if (assign_rep.live) tm = graph_rewrite_rmap(ga(), rmap_get(&tm, sink), pm_create_ast, NULL, true, NULL, &tm);
+  else tm = graph_rewrite_rmap_topo(ga(), topo, pm_create_ast, NULL, true, NULL, &tm);
+  arena_pop(&uctx->scratch, mk);
   *in_ga = true;
 
   // verify Kernels match the spec
-  ArenaMark mk = arena_mark(&uctx->scratch);
+  mk = arena_mark(&uctx->scratch);
   type_verify_tensor(uop_toposort_in(&uctx->scratch, rmap_get(&tm, sink), NULL, NULL));
   arena_pop(&uctx->scratch, mk);
   return tm;

@@ -29,8 +29,8 @@ UOp *apply_swizzle(UOp *u);          /* graph_rewrite(u, view_left) */
 UOp *swizzle_reduceop(UOp *r, UOp *src, UOp *view, bool fuse); /* NULL when no change */
 void swizzler_init(void);
 
-/* grouper.c: the realize map (ordered set of UOps) */
-UMap group_realizes(UOp *sink);
+/* grouper.c: the realize map (ordered set of UOps); topo is sink's toposort */
+UMap group_realizes(UOp *sink, UList topo);
 
 /* spec.c */
 void spec_init(void);
