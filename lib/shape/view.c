@@ -118,9 +118,13 @@ static bool reshape_mask(const Sint *mask, SList old_shape, SList new_shape, Sin
 /* ---- View.create ---- */
 const View *view_create(SList shape, const SList *strides_in, Sint offset, const Sint *mask_in) {
   int n = shape.n;
-  for (int i = 0; i < n; i++)
+  bool sym_shape = false;
+  for (int i = 0; i < n; i++) {
     if (!R_GE(shape.v[i], si(0), true)) tg_fail(TG_EINPUT, "Trying to create View with negative dimension");
-  SList strides = (strides_in && strides_in->n) ? canonicalize_strides(shape, *strides_in) : strides_for_shape(shape);
+    sym_shape |= shape.v[i].u != NULL;
+  }
+  bool default_strides = !(strides_in && strides_in->n);
+  SList strides = default_strides ? strides_for_shape(shape) : canonicalize_strides(shape, *strides_in);
   if (sl_has_zero(shape)) return view_intern(n, shape.v, sl_zeros_n(n).v, si(0), NULL, true);  // canonicalize 0 in shape
   const Sint *mask = mask_in;
   if (mask) {  // canonicalize no-op mask
@@ -152,10 +156,14 @@ const View *view_create(SList shape, const SList *strides_in, Sint offset, const
   }
   if (mask && n == 0) mask = NULL;
   offset = S_ssimplify(offset);  // simplify as we go
-  Sint *sh = s_tmp(n);
-  for (int i = 0; i < n; i++) sh[i] = S_ssimplify(shape.v[i]);
-  shape = sl(n, sh);
-  bool contiguous = S_EQI(offset, 0) && !mask && sl_eq(strides, strides_for_shape(shape));
+  if (sym_shape) {
+    Sint *sh = s_tmp(n);
+    for (int i = 0; i < n; i++) sh[i] = S_ssimplify(shape.v[i]);
+    shape = sl(n, sh);
+  }
+  /* without a mask the strides are still the ones computed above: strides_for_shape of this same
+   * shape when none were given and the shape is all ints (simplifying changed nothing) */
+  bool contiguous = S_EQI(offset, 0) && !mask && ((default_strides && !sym_shape) || sl_eq(strides, strides_for_shape(shape)));
   return view_intern(n, shape.v, strides.v, offset, mask, contiguous);
 }
 
