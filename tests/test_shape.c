@@ -786,11 +786,29 @@ static const ShapeTracker *random_mop(const ShapeTracker *s) {
   }
   }
 }
+/* the views of an arange / cumsum (tinygrad's _cumalu): pad, expand, flatten, pad, rewrap as (a, 2a)
+ * and shrink; the diagonal they make puts one index into two dims of the view below */
+static const ShapeTracker *arange_st(int64_t a, int64_t b) {
+  const ShapeTracker *s = st_from_shape(sl_ints(1, (int64_t[]){a}), NULL);
+  s = st_pad(s, (Sint[]){si(a - 1), si(0)});
+  s = st_expand(st_reshape(s, sl_ints(2, (int64_t[]){1, 2 * a - 1})), sl_ints(2, (int64_t[]){b, 2 * a - 1}));
+  s = st_pad(st_reshape(s, sl_ints(1, (int64_t[]){b * (2 * a - 1)})), (Sint[]){si(0), si(b)});
+  s = st_reshape(s, sl_ints(2, (int64_t[]){b, 2 * a}));
+  return st_shrink(s, (Sint[]){si(0), si(b), si(0), si(a)});
+}
 static char **concat_texts(int ncase, bool symbolic) {
   char **out = calloc((size_t)ncase, sizeof *out);
   view_add_symbolic_only = symbolic;
   rnd_state = 12345;
   for (int i = 0; i < ncase; i++) {
+    if (i % 4 == 0) { /* an arange's trackers, alone and under random movement ops */
+      int64_t a = 2 + rnd(9), b = 1 + rnd(12);
+      const ShapeTracker *ar = arange_st(a, b), *flat = st_from_shape(st_shape(ar), NULL);
+      const ShapeTracker *s = rnd(2) ? ar : flat, *s2 = rnd(2) ? ar : flat;
+      for (int k = rnd(4); k > 0; k--) s2 = random_mop(s2);
+      out[i] = strdup(st_text(st_concat(s, s2)));
+      continue;
+    }
     int64_t base[4]; int nb = 1 + rnd(3);
     for (int k = 0; k < nb; k++) base[k] = 1 + rnd(6);
     const ShapeTracker *s = st_from_shape(sl_ints(nb, base), NULL);

@@ -425,12 +425,15 @@ static const char *idx_name(int i) {
 
 /* View.__add__'s dimension merge on integers. tinygrad sums idx_d1 * s1 terms per vm2 dim into
  * merged_term and asks resolve(merged_term < merged_size) and resolve(0 <= merged_term), which
- * simplify the sum and read its vmin/vmax. When every number is an int and no variable appears
- * twice in one merged term, the sum is linear in independent variables: its simplified form (still
- * such a sum; lt_folding divides it exactly) has vmin/vmax equal to the exact extremes, so each
- * resolve is a comparison of those. Values stay under 2^31, where tinygrad's int32 constant folding
- * cannot wrap. Returns 1 (merged: ext_size/ext_lo/ext_hi/next filled), 0 (merged_term is not 0 at
- * the end: no merge), or -1 (not all ints, a variable twice, or too large: take the symbolic way).
+ * simplify the sum and read its vmin/vmax. When every number is an int the sum is linear in
+ * independent variables, and when a variable that appears twice in one merged term has the same
+ * sign in each (an arange's pad-and-reshape views put idx0 in two dims), its vmin/vmax are the exact
+ * extremes in any form the simplifier gives it: with its like terms combined (idx0*24576) or not
+ * (each term is extreme at the same end of idx0's range), and lt_folding divides it exactly. So each
+ * resolve is a comparison of the extremes, summed per term. Values stay under 2^31, where
+ * tinygrad's int32 constant folding cannot wrap. Returns 1 (merged: ext_size/ext_lo/ext_hi/next
+ * filled), 0 (merged_term is not 0 at the end: no merge), or -1 (not all ints, a variable twice
+ * with both signs in one merged term, or too large: take the symbolic way).
  * terms[d2 * rowlen + k] is the k-th term of vm2 dim d2. */
 static int merge_dims_int(const View *vm1, const View *vm2, const Sint *origin, const Term *terms, int rowlen, const int *nterm, Sint *ext_size, int64_t *ext_lo, int64_t *ext_hi, int *next_out) {
   const int64_t LIM = (int64_t)1 << 31;
@@ -438,6 +441,7 @@ static int merge_dims_int(const View *vm1, const View *vm2, const Sint *origin, 
   for (int i = 0; i < n2; i++) if (vm2->shape[i].u || origin[i].u) return -1;
   for (int i = 0; i < n1; i++) if (vm1->shape[i].u || vm1->shape[i].c < 1 || vm1->shape[i].c > LIM) return -1;
   uint32_t stamp[64], group = 1;
+  bool neg[64];
   if (n1 > 64) return -1;
   memset(stamp, 0, sizeof(uint32_t) * (size_t)n1);
   int64_t msize = 1, lo = 0, hi = 0;
@@ -447,8 +451,8 @@ static int merge_dims_int(const View *vm1, const View *vm2, const Sint *origin, 
       const Term *t = &terms[d2 * rowlen + k];
       int d1 = t->d1;
       const Sint *s1 = &t->s1;
-      if (s1->u || stamp[d1] == group) return -1;
-      stamp[d1] = group;
+      if (s1->u || (stamp[d1] == group && neg[d1] != (s1->c < 0))) return -1;
+      stamp[d1] = group, neg[d1] = s1->c < 0;
       int64_t a, ext;
       if (__builtin_mul_overflow(s1->c, msize, &a) || a <= -LIM || a >= LIM) return -1;
       if (__builtin_mul_overflow(a, vm1->shape[d1].c - 1, &ext) || ext <= -LIM || ext >= LIM) return -1;
