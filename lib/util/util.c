@@ -138,8 +138,7 @@ void sb_printf(SB *b, const char *fmt, ...) {
   va_end(ap);
   sb_put(b, big, (size_t)k);
 }
-ArenaMark arena_mark(Arena *a) { return (ArenaMark){a->head, a->head ? a->head->off : 0}; }
-void arena_pop(Arena *a, ArenaMark m) {
+void arena_pop_chunks(Arena *a, ArenaMark m) {
   while (a->head && a->head != m.chunk) {
     if (!m.chunk && !a->head->prev) { /* popping to empty: keep one chunk for reuse */
       memuse_sub(a->use, a->head->off);

@@ -52,8 +52,17 @@ void *arena_alloc(Arena *a, size_t n);          /* like arena_alloc_raw, but zer
 void *arena_dup(Arena *a, const void *p, size_t n);
 char *arena_strdup(Arena *a, const char *s);
 char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-ArenaMark arena_mark(Arena *a);
-void arena_pop(Arena *a, ArenaMark m);          /* frees everything allocated since the mark */
+static inline ArenaMark arena_mark(Arena *a) { return (ArenaMark){a->head, a->head ? a->head->off : 0}; }
+void arena_pop_chunks(Arena *a, ArenaMark m);   /* arena_pop across chunk boundaries */
+/* frees everything allocated since the mark. Inline for the common case, a mark in the head chunk
+ * (the shape code opens a temporaries scope per node it computes a ShapeTracker for) */
+static inline void arena_pop(Arena *a, ArenaMark m) {
+  ArenaChunk *c = a->head;
+  if (__builtin_expect(c && c == m.chunk, 1)) {
+    memuse_sub(a->use, c->off - m.off);
+    c->off = m.off;
+  } else arena_pop_chunks(a, m);
+}
 void arena_free(Arena *a);
 /* A big text grown with realloc (glibc moves a big block by remapping it: no copy, no second
  * footprint) that an arena then takes over as one of its chunks, so it is never copied into the
