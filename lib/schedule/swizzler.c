@@ -45,11 +45,15 @@ static UOp *mop_to_view(const Match *m, void *ctx) {
   return u_view(u_base(x), u_st(mop));
 }
 // remove NOOP views
+/* tinygrad asks x.st first; it is asked here only for a contiguous VIEW of a non-define: the other
+ * checks read nothing of x's ShapeTracker, and computing it has no effect but its cache (a graph whose
+ * x.st would fail has failed before: every node's st is asked in merge_views, and the nodes the
+ * later passes rebuild have their sources' shapes). Most views of a kernel's AST are not contiguous. */
 static UOp *remove_noop_view(const Match *m, void *ctx) {
   UOp *x = m_get(m, "x"), *view = m_get(m, "view");
+  if (op_in((Op)x->op, G_DEFINES) || !st_contiguous(view->arg->st)) return NULL;
   const ShapeTracker *xst = u_st(x);
-  if (xst == NULL || op_in((Op)x->op, G_DEFINES) || !st_contiguous(view->arg->st)) return NULL;
-  return sl_eq(st_shape(view->arg->st), st_shape(xst)) ? x : NULL;
+  return xst && sl_eq(st_shape(view->arg->st), st_shape(xst)) ? x : NULL;
 }
 // a VIEW whose last mask is empty on some axis is a zero
 static UOp *view_empty_mask_zero(const Match *m, void *ctx) {
