@@ -745,7 +745,7 @@ RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bot
   ArenaMark mk = arena_mark(&uctx->scratch);
   UList topo = uop_toposort_in(&uctx->scratch, sink, NULL, NULL);
   RMap nm = graph_rewrite_rmap_topo(out, topo, pm, ctx, bottom_up, bpm, input_map);
-  if (out != &uctx->scratch) arena_pop(&uctx->scratch, mk); /* (a map in scratch sits above topo: the caller pops both) */
+  arena_pop(&uctx->scratch, mk);
   return nm;
 }
 RMap graph_rewrite_rmap_topo(Arena *out, UList topo, const PM *pm, void *ctx, bool bottom_up, const PM *bpm,
@@ -789,7 +789,9 @@ UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const
     im.keys = arena_alloc_raw(&uctx->scratch, sizeof(UOp *) * (size_t)(input_map->live + 1));
     MAP_EACH(input_map, e) { im.keys[im.n++] = e->key; im.val[((UOp *)e->key)->id] = e->val; }
   }
-  RMap nm = graph_rewrite_rmap(&uctx->scratch, sink, pm, ctx, bottom_up, bpm, input_map ? &im : NULL);
+  /* the map is scratch too, above the toposort: this scope's pop drops both */
+  UList topo = uop_toposort_in(&uctx->scratch, sink, NULL, NULL);
+  RMap nm = graph_rewrite_rmap_topo(&uctx->scratch, topo, pm, ctx, bottom_up, bpm, input_map ? &im : NULL);
   UMap ret = rmap_to_umap(&nm, ga());
   arena_pop(&uctx->scratch, mk);
   return ret;

@@ -109,7 +109,8 @@ UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const
 typedef struct RMap { UOp **val; uint32_t cap; int n; UOp **keys; } RMap;
 RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const RMap *input_map);
 /* the same, given the sink's toposort instead of the sink (for a caller that has walked its graph already;
- * the list is read, not kept) */
+ * the list is read, not kept). graph_rewrite_rmap's out is not the scratch arena (its toposort there is
+ * popped under the map); this one's may be, above the caller's mark. */
 RMap graph_rewrite_rmap_topo(Arena *out, UList topo, const PM *pm, void *ctx, bool bottom_up, const PM *bpm,
                              const RMap *input_map);
 static inline UOp *rmap_get(const RMap *m, const UOp *k) { return k->id < m->cap ? m->val[k->id] : NULL; }

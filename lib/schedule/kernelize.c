@@ -907,22 +907,22 @@ static RMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop, bool *in_ga
   if (stage_is(stop, "create_kernels")) return tm;
 
   // if a kernel depends on a buffer, and that buffer is later assigned to, make the assign depend on the kernel's assign
-  // (fix_assign and, when it changes nothing, create_ast walk the same graph: one toposort)
+  // (fix_assign and create_ast walk the toposort taken here; only when fix_assign changes the graph is
+  // another taken, of the new one)
   UMap assign_rep;
   umap_init(&assign_rep, ga());
   mk = arena_mark(&uctx->scratch);
   topo = uop_toposort_in(&uctx->scratch, rmap_get(&tm, sink), NULL, NULL);
   fix_assign(topo, &assign_rep);
   if (assign_rep.live) {
-    arena_pop(&uctx->scratch, mk);
     tm = graph_rewrite_rmap(pp_next(pp), rmap_get(&tm, sink), pm_substitute, &assign_rep, true, NULL, &tm);
+    topo = uop_toposort_in(&uctx->scratch, rmap_get(&tm, sink), NULL, NULL); /* the graph create_ast walks */
   }
   if (stage_is(stop, "fix_assign")) { arena_pop(&uctx->scratch, mk); return tm; }
 
   // finally, create the AST for kernels
   pp_drop_older(pp);
-  if (assign_rep.live) tm = graph_rewrite_rmap(ga(), rmap_get(&tm, sink), pm_create_ast, NULL, true, NULL, &tm);
-  else tm = graph_rewrite_rmap_topo(ga(), topo, pm_create_ast, NULL, true, NULL, &tm);
+  tm = graph_rewrite_rmap_topo(ga(), topo, pm_create_ast, NULL, true, NULL, &tm);
   arena_pop(&uctx->scratch, mk);
   *in_ga = true;
 
