@@ -470,7 +470,7 @@ typedef struct RCtx {
   bool both; UMap bside;          /* pm and bpm both: bpm's cache entries */
   uint32_t held_e; bool held;     /* the last epoch rw_held asked about, and its answer */
   REnt cur;                       /* the entry whose callbacks run now (RewriteNotReady puts it back) */
-  REnt *q; size_t cap, head, cnt; /* ring buffer deque; cap is a power of two */
+  REnt *q; size_t cap, lo, hi;    /* the deque: q[lo] is its front (the bottom), q[hi - 1] its top */
   UOp **tmp; int tmpcap;
   REnt q0[64];                    /* the deque's first buffer: most rewrites are small */
 } RCtx;
@@ -519,22 +519,25 @@ static void rs_replace(RCtx *r, UOp *n, UOp *x) {
 /* tinygrad's bound on the deque: a stack of n entries is a loop */
 static void rq_check(size_t n) { if (n >= 200000) tg_fail(TG_EINPUT, "infinite loop in graph_rewrite (stack too big)"); }
 
-__attribute__((noinline, cold)) static void rq_grow(RCtx *r) {
-  size_t nc = r->cap * 2;
+static inline size_t rq_count(const RCtx *r) { return r->hi - r->lo; }
+/* a deque with no room at the end asked for (front: at the front): twice the room. A push at the
+ * back keeps the room in front as it was; one at the front centres the entries, so that either
+ * end grows in amortised constant time */
+__attribute__((noinline, cold)) static void rq_grow(RCtx *r, bool front) {
+  size_t n = rq_count(r), nc = r->cap * 2, lo = front ? (nc - n) / 2 : r->lo;
   REnt *nq = arena_alloc_raw(&uctx->scratch, sizeof(REnt) * nc);
-  for (size_t i = 0; i < r->cnt; i++) nq[i] = r->q[(r->head + i) & (r->cap - 1)];
-  r->q = nq; r->cap = nc; r->head = 0;
+  memcpy(nq + lo, r->q + r->lo, sizeof(REnt) * n);
+  r->q = nq; r->cap = nc; r->lo = lo; r->hi = lo + n;
 }
 static inline __attribute__((always_inline)) void rq_push(RCtx *r, UOp *n, int stage, UOp *nn) {
-  if (r->cnt == r->cap) rq_grow(r);
-  r->q[(r->head + r->cnt) & (r->cap - 1)] = (REnt){n, nn, stage};
-  r->cnt++;
+  if (r->hi == r->cap) rq_grow(r, false);
+  r->q[r->hi++] = (REnt){n, nn, stage};
 }
+/* tinygrad's appendleft; the deque's length is checked as the next pop would */
 static void rq_push_front(RCtx *r, UOp *n, int stage, UOp *nn) {
-  if (r->cnt == r->cap) rq_grow(r);
-  r->head = (r->head + r->cap - 1) & (r->cap - 1);
-  r->q[r->head] = (REnt){n, nn, stage};
-  r->cnt++;
+  if (r->lo == 0) rq_grow(r, true);
+  r->q[--r->lo] = (REnt){n, nn, stage};
+  rq_check(rq_count(r));
 }
 
 static UOp *cached_rewrite(RCtx *r, int k, const PM *pm, UOp *x) {
@@ -579,17 +582,16 @@ static inline bool rs_srcs(RCtx *r, UOp *nn, bool *same) {
 }
 
 /* the deque loop; a RewriteNotReady from a callback of r->cur unwinds to unified_rewrite.
- * Two shortcuts keep tinygrad's order and its stack bound: stage 0 reads the sources' results into
- * tmp as it checks them, so a node whose sources are all done goes on to stage 1 without reading
- * them again; and the entry (x, 0, x) that stage 1 would push on top of (n, 2, x), to be popped
- * next, is processed at once instead. */
+ * tinygrad checks the deque's length before each pop; here it is checked where the deque grows
+ * (a push is always followed by a pop, and a pop alone cannot reach the bound). Two shortcuts keep
+ * tinygrad's order and its stack bound: stage 0 reads the sources' results into tmp as it checks
+ * them, so a node whose sources are all done goes on to stage 1 without reading them again; and
+ * the entry (x, 0, x) that stage 1 would push on top of (n, 2, x), to be popped next, is
+ * processed at once instead. */
 __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
-  while (r->cnt) {
-    rq_check(r->cnt);
-    REnt e = r->q[(r->head + r->cnt - 1) & (r->cap - 1)];
-    r->cnt--;
-  entry:
-    r->cur = e;
+  while (r->hi != r->lo) {
+    REnt e = r->q[--r->hi];
+  entry:;
     UOp *n = e.n, *nn = e.nn;
     if (rs_get(r, n, RW_REPLACE)) continue;
     bool same = true, scanned = false; /* scanned: tmp holds nn's sources' results */
@@ -599,6 +601,7 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
         continue;
       }
       if (r->bpm) {
+        r->cur = e; /* the entry a RewriteNotReady from bpm's callbacks puts back */
         /* apply rewrite rules until a fixed point is reached */
         UOp *seen_small[16]; UOp **seen = seen_small; int ns = 0, seencap = 16;
         UOp *test = n;
@@ -619,18 +622,21 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
       if (!rs_srcs(r, nn, &same)) {
         rq_push(r, n, 1, nn);
         for (int i = nn->nsrc - 1; i >= 0; i--) rq_push(r, nn->src[i], 0, nn->src[i]);
+        rq_check(rq_count(r));
         continue;
       }
-      rq_check(r->cnt + 1 + (size_t)nn->nsrc);
+      rq_check(rq_count(r) + 1 + (size_t)nn->nsrc);
       e.stage = 1;
-      r->cur = (REnt){n, nn, 1};
       scanned = true;
     }
     if (e.stage == 1) {
       if (!scanned && !rs_srcs(r, nn, &same)) { rq_push_front(r, n, 1, nn); continue; } /* RewriteNotReady: retry later */
       UOp *nsn = NULL;
       if (same) {
-        if (r->pm) nsn = cached_rewrite(r, RW_PM, r->pm, nn);
+        if (r->pm) {
+          r->cur = (REnt){n, nn, 1}; /* the entry a RewriteNotReady from pm's callbacks puts back */
+          nsn = cached_rewrite(r, RW_PM, r->pm, nn);
+        }
         if (!nsn) {
           rs_replace(r, n, nn);
           continue;
@@ -641,7 +647,7 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
       /* rewrite nsn, then link its result back to n: (n, 2, nsn) waits under (nsn, 0, nsn), which
        * is processed now, as the next pop would (the loop's check sees the stack with it on) */
       rq_push(r, n, 2, nsn);
-      rq_check(r->cnt + 1);
+      rq_check(rq_count(r) + 1);
       e = (REnt){nsn, nsn, 0};
       goto entry;
     } else if (e.stage == 2) {
@@ -660,10 +666,10 @@ _Noreturn void pm_not_ready(void) {
   if (!nr_top) tg_fail(TG_EINTERNAL, "pm_not_ready called outside graph_rewrite");
   longjmp(nr_top->jb, 1);
 }
-size_t pm_stack_count(void) { return nr_top ? nr_top->r->cnt : 0; }
+size_t pm_stack_count(void) { return nr_top ? rq_count(nr_top->r) : 0; }
 void pm_stack_check(size_t n) { rq_check(n); }
 static UOp *unified_rewrite(RCtx *r, UOp *root) {
-  r->cnt = 0; r->head = 0;
+  r->lo = r->hi = 0;
   rq_push(r, root, 0, root);
   NRJump j;
   j.prev = nr_top; j.try_top = tg_try_top; j.r = r;
