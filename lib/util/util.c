@@ -330,7 +330,8 @@ void pairmap_free(PairMap *m) {
 
 /* ---- intern set ---- */
 #define ISET_TAG 0xFFFF000000000000ull
-void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe) {
+void *iset_find_slot(ISet *s, uint64_t h, IEq eq, const void *probe, size_t *slot) {
+  *slot = SIZE_MAX;
   if (!s->cap) return NULL;
   size_t m = s->cap - 1, p = h & m;
   uint64_t tag = h & ISET_TAG;
@@ -338,7 +339,12 @@ void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe) {
     void *q = (void *)(uintptr_t)(e & ~ISET_TAG);
     if ((e & ISET_TAG) == tag && eq(q, probe)) return q;
   }
+  *slot = p;
   return NULL;
+}
+void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe) {
+  size_t slot;
+  return iset_find_slot(s, h, eq, probe, &slot);
 }
 /* the table rehashed into nc slots (a power of two) */
 static void iset_rehash(ISet *s, size_t nc) {
@@ -364,6 +370,12 @@ void iset_add(ISet *s, uint64_t h, void *p) {
   if ((uintptr_t)p & ISET_TAG) tg_fail(TG_EINTERNAL, "intern table: an address above 2^48");
   while (s->slots[i]) i = (i + 1) & m;
   s->slots[i] = (uint64_t)(uintptr_t)p | (h & ISET_TAG);
+  s->n++;
+}
+void iset_add_slot(ISet *s, size_t slot, uint64_t h, void *p) {
+  if (slot == SIZE_MAX || (s->n + 1) * 2 > s->cap) { iset_add(s, h, p); return; } /* it grows first */
+  if ((uintptr_t)p & ISET_TAG) tg_fail(TG_EINTERNAL, "intern table: an address above 2^48");
+  s->slots[slot] = (uint64_t)(uintptr_t)p | (h & ISET_TAG);
   s->n++;
 }
 void iset_reserve(ISet *s, size_t n) {

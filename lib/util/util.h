@@ -117,6 +117,10 @@ typedef bool (*IEq)(const void *stored, const void *probe);
 static inline void iset_init(ISet *s, IHash hash, MemUse *use) { *s = (ISet){NULL, 0, 0, hash, use}; }
 void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe); /* NULL when absent */
 void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backed; iset_free */
+/* iset_find, also giving the empty slot where its probe ended, and iset_add there: one probe for
+ * a find-or-insert (the set unchanged in between) */
+void *iset_find_slot(ISet *s, uint64_t h, IEq eq, const void *probe, size_t *slot);
+void iset_add_slot(ISet *s, size_t slot, uint64_t h, void *p);
 void iset_free(ISet *s);
 void iset_reserve(ISet *s, size_t n);                             /* room for n entries without growing */
 void iset_reserve_more(ISet *s, size_t more, size_t lim);        /* room for min(more, lim) entries more */
