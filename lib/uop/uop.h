@@ -149,21 +149,23 @@ typedef struct MetaList { int n; const Meta *const *m; } MetaList;
 
 /* ---- the UOp ---- */
 struct UOp {
-  uint8_t op;
-  uint8_t st_state, dev_state, axis_state; /* lib/shape: 0 unknown, 1 computed (st_cache, dev_cache, axis_cache) */
-  int32_t nsrc;                /* up to UOP_MAX_SRC (a KERNEL gathering a wide fan-out has many) */
+  /* cold fields first, so the ones the rewrite engine reads of every node it meets (op, nsrc, the
+   * rewrite entries) share the sources' cache line */
   uint32_t id;                 /* creation order within the context */
   uint32_t walk;               /* lib/uop toposort: the epoch of the walk that last emitted this node */
-  const DType *dtype;
   const Value *arg, *tag;      /* never NULL: v_none() when absent */
   const Meta *const *meta;     /* tinygrad's all_metadata side table (not part of identity): NULL-terminated, NULL for none */
   /* lazily computed caches, owned by the stages that fill them */
   const ShapeTracker *st_cache; /* lib/shape: UOp.st (valid when st_state is 1) */
   const Value *dev_cache;      /* lib/shape: UOp._device; axis_cache: UOp.axis */
-  int32_t axis_cache;
-  uint32_t rw_epoch;           /* lib/rewrite: the graph rewrite whose entries rw[] holds (0: none; see pm.c) */
-  UOp *rw[2];                  /* lib/rewrite: that rewrite's replace entry and its matcher's cache entry */
   void *cache[2];              /* cache[0]: lib/symbolic (_min_max), cache[1]: lib/symbolic (simplify) */
+  int32_t axis_cache;
+  uint8_t st_state, dev_state, axis_state; /* lib/shape: 0 unknown, 1 computed (st_cache, dev_cache, axis_cache) */
+  uint8_t op;
+  const DType *dtype;
+  uint32_t rw_epoch;           /* lib/rewrite: the graph rewrite whose entries rw[] holds (0: none; see pm.c) */
+  int32_t nsrc;                /* up to UOP_MAX_SRC (a KERNEL gathering a wide fan-out has many) */
+  UOp *rw[2];                  /* lib/rewrite: that rewrite's replace entry and its matcher's cache entry */
   UOp *const src[];            /* nsrc sources, stored in the node itself */
 };
 _Static_assert(OP_COUNT <= 256, "UOp.op is a byte");
