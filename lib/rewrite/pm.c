@@ -332,10 +332,11 @@ typedef struct PEnt {
   const CPat *p; RuleFn fn; const OpSet *pos; int npos; bool rep; bool flat; bool er;
   bool simple, strict, srcs; int req;  /* p's simple, strict, nsrc != 0 and required_len, at hand */
 } PEnt;
-/* a flat pattern: one way to match, and sources that are simple patterns, named or not (most
- * two-level rules), so the search is a loop over the sources with no continuations */
+/* a flat pattern: sources that are simple patterns, named or not, in one order or in each of a
+ * list's permutations (most two-level rules: x*0, x&x, ...), so the search is a loop over the
+ * orders and the sources with no continuations */
 static bool cpat_flat(const CPat *p) {
-  if (p->simple || !(p->srcmode == PS_TUPLE || p->srcmode == PS_REPEAT || (p->srcmode == PS_PERM && p->nperm == 1))) return false;
+  if (p->simple || !(p->srcmode == PS_TUPLE || p->srcmode == PS_REPEAT || p->srcmode == PS_PERM)) return false;
   for (int i = 0; i < p->nsrc; i++) if (!p->src[i]->simple) return false;
   return true;
 }
@@ -431,17 +432,26 @@ UOp *pm_rewrite(const PM *pm, UOp *u, void *ctx) {
       if (!root_ok(p, u) || (pe->srcs && !simple_srcs_ok(p, u))) continue;
       if (p->name) m.names[0] = p->name, m.vals[0] = u, m.n = 1;
       r = pe->fn(&m, ctx);
-    } else if (pe->flat) { /* mgoal's steps for a flat pattern: the root, then each source in order */
+    } else if (pe->flat) {
+      /* mgoal's steps for a flat pattern: the root, then for each order of the sources (one, or
+       * each permutation in turn) each source in that order, and the callback for a complete
+       * binding; the first non-NULL result ends the search, as it ends mgoal's */
       if (!root_ok(p, u)) continue;
-      if (p->name) m.names[0] = p->name, m.vals[0] = u, m.n = 1;
-      bool rep = p->srcmode == PS_REPEAT, ok = true;
-      int ns = rep ? u->nsrc : p->nsrc;
-      for (int j = 0; j < ns && ok; j++) {
-        const CPat *q = rep ? p->src[0] : p->src[p->perm ? p->perm[j] : j];
-        ok = simple_ok(q, u->src[j]) && (!q->name || bind(&m, q->name, u->src[j]));
+      int base = 0;
+      if (p->name) m.names[0] = p->name, m.vals[0] = u, base = 1;
+      bool rep = p->srcmode == PS_REPEAT;
+      int ns = rep ? u->nsrc : p->nsrc, nperm = p->srcmode == PS_PERM ? p->nperm : 1;
+      r = NULL;
+      for (int k = 0; k < nperm && !r; k++) {
+        const uint8_t *perm = p->perm ? p->perm + k * p->nsrc : NULL;
+        bool ok = true;
+        m.n = base;
+        for (int j = 0; j < ns && ok; j++) {
+          const CPat *q = rep ? p->src[0] : p->src[perm ? perm[j] : j];
+          ok = simple_ok(q, u->src[j]) && (!q->name || bind(&m, q->name, u->src[j]));
+        }
+        if (ok) r = pe->fn(&m, ctx);
       }
-      if (!ok) continue;
-      r = pe->fn(&m, ctx);
     } else {
       Env e = {pe->fn, ctx};
       r = mgoal(p, u, NULL, &m, &e);
