@@ -120,7 +120,7 @@ UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg
   uint64_t h = uop_hash(op, dt, nsrc, src, arg, tag);
   UProbe p = {op, dt, nsrc, src, arg, tag};
   size_t slot;
-  UOp *f = iset_find_slot(&uctx->uops, h, uop_eq, &p, &slot);
+  UOp *f = iset_find(&uctx->uops, h, uop_eq, &p, &slot);
   if (f) return f;
   UOp *u = arena_alloc_raw(ga(), sizeof *u + sizeof(UOp *) * (size_t)nsrc);
   /* each field stored (a memset of the node is a `rep stos` in gcc's code, slow to start) */
@@ -131,7 +131,7 @@ UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg
   u->rw[0] = u->rw[1] = NULL; u->cache[0] = u->cache[1] = NULL;
   for (int i = 0; i < nsrc; i++) ((UOp **)u->src)[i] = src[i];
   uctx->nedges += (uint64_t)nsrc;
-  iset_add_slot(&uctx->uops, slot, h, u);
+  iset_add(&uctx->uops, slot, h, u);
   return u;
 }
 UOp *uop0(Op op, const DType *dt, const Value *arg) { return uop_new(op, dt, 0, NULL, arg, NULL); }

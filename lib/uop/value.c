@@ -57,14 +57,14 @@ static bool value_eq(const void *sa, const void *pb) {
 static const Value *vintern(Value *proto) {
   proto->hash = value_hash(proto);
   size_t slot;
-  const Value *f = iset_find_slot(&uctx->values, proto->hash, value_eq, proto, &slot);
+  const Value *f = iset_find(&uctx->values, proto->hash, value_eq, proto, &slot);
   if (f) return f;
   Value *v = arena_dup(ga(), proto, sizeof *v);
   if (v->kind == V_STR) v->s = arena_strdup(ga(), v->s);
   if (v->kind == V_TUPLE && v->n) v->items = arena_dup(ga(), v->items, sizeof(Value *) * (size_t)v->n);
   if (v->kind == V_KERNEL && v->k.nmeta) v->k.meta = arena_dup(ga(), v->k.meta, sizeof(Meta *) * (size_t)v->k.nmeta);
   v->id = uctx->next_vid++;
-  iset_add_slot(&uctx->values, slot, v->hash, v);
+  iset_add(&uctx->values, slot, v->hash, v);
   return v;
 }
 /* the commonest values skip the intern table after their first lookup (uctx->vsmall) */
@@ -167,7 +167,7 @@ const View *view_intern(int ndim, const Sint *shape, const Sint *strides, Sint o
   h = hash_mix(h, contiguous);
   ViewProbe p = {ndim, shape, strides, offset, mask, contiguous};
   size_t slot;
-  View *f = iset_find_slot(&uctx->views, h, view_eq, &p, &slot);
+  View *f = iset_find(&uctx->views, h, view_eq, &p, &slot);
   if (f) return f;
   View *v = arena_alloc(ga(), sizeof *v);
   v->ndim = ndim;
@@ -180,7 +180,7 @@ const View *view_intern(int ndim, const Sint *shape, const Sint *strides, Sint o
   for (int i = 0; i < ndim; i++) v->symbolic |= shape[i].u || strides[i].u || (mask && (mask[2 * i].u || mask[2 * i + 1].u));
   v->hash = h;
   v->id = uctx->next_vid++;
-  iset_add_slot(&uctx->views, slot, h, v);
+  iset_add(&uctx->views, slot, h, v);
   return v;
 }
 typedef struct { int n; const View *const *v; } STProbe;
@@ -195,14 +195,14 @@ const ShapeTracker *st_intern(int nviews, const View *const *views) {
   for (int i = 0; i < nviews; i++) h = hash_mix(h, views[i]->hash);
   STProbe p = {nviews, views};
   size_t slot;
-  ShapeTracker *f = iset_find_slot(&uctx->sts, h, st_eq, &p, &slot);
+  ShapeTracker *f = iset_find(&uctx->sts, h, st_eq, &p, &slot);
   if (f) return f;
   ShapeTracker *s = arena_alloc(ga(), sizeof *s);
   s->nviews = nviews;
   s->views = arena_dup(ga(), views, sizeof(View *) * (size_t)nviews);
   s->hash = h;
   s->id = uctx->next_vid++;
-  iset_add_slot(&uctx->sts, slot, h, s);
+  iset_add(&uctx->sts, slot, h, s);
   return s;
 }
 
@@ -230,13 +230,13 @@ const Meta *meta_intern(const char *name, const char *caller, bool backward) {
   Meta p = {name, caller ? caller : "", backward, 0};
   uint64_t h = meta_hash(p.name, p.caller, backward);
   size_t slot;
-  Meta *f = iset_find_slot(&uctx->metas, h, meta_eq, &p, &slot);
+  Meta *f = iset_find(&uctx->metas, h, meta_eq, &p, &slot);
   if (f) return f;
   Meta *m = arena_alloc(ga(), sizeof *m);
   m->name = arena_strdup(ga(), p.name);
   m->caller = arena_strdup(ga(), p.caller);
   m->backward = backward;
   m->id = uctx->next_vid++;
-  iset_add_slot(&uctx->metas, slot, h, m);
+  iset_add(&uctx->metas, slot, h, m);
   return m;
 }

@@ -330,7 +330,7 @@ void pairmap_free(PairMap *m) {
 
 /* ---- intern set ---- */
 #define ISET_TAG 0xFFFF000000000000ull
-void *iset_find_slot(ISet *s, uint64_t h, IEq eq, const void *probe, size_t *slot) {
+void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe, size_t *slot) {
   *slot = SIZE_MAX;
   if (!s->cap) return NULL;
   size_t m = s->cap - 1, p = h & m;
@@ -341,10 +341,6 @@ void *iset_find_slot(ISet *s, uint64_t h, IEq eq, const void *probe, size_t *slo
   }
   *slot = p;
   return NULL;
-}
-void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe) {
-  size_t slot;
-  return iset_find_slot(s, h, eq, probe, &slot);
 }
 /* the table rehashed into nc slots (a power of two) */
 static void iset_rehash(ISet *s, size_t nc) {
@@ -364,17 +360,13 @@ static void iset_rehash(ISet *s, size_t nc) {
 /* a table starts at 16 slots, so a small graph's memory is its own size, not a fixed cost; the
  * readers size big ones ahead (graph_read_mem, create_schedule) */
 static void iset_grow(ISet *s) { iset_rehash(s, s->cap ? s->cap * 2 : 16); }
-void iset_add(ISet *s, uint64_t h, void *p) {
-  if ((s->n + 1) * 2 > s->cap) iset_grow(s);
-  size_t m = s->cap - 1, i = h & m;
+void iset_add(ISet *s, size_t slot, uint64_t h, void *p) {
   if ((uintptr_t)p & ISET_TAG) tg_fail(TG_EINTERNAL, "intern table: an address above 2^48");
-  while (s->slots[i]) i = (i + 1) & m;
-  s->slots[i] = (uint64_t)(uintptr_t)p | (h & ISET_TAG);
-  s->n++;
-}
-void iset_add_slot(ISet *s, size_t slot, uint64_t h, void *p) {
-  if (slot == SIZE_MAX || (s->n + 1) * 2 > s->cap) { iset_add(s, h, p); return; } /* it grows first */
-  if ((uintptr_t)p & ISET_TAG) tg_fail(TG_EINTERNAL, "intern table: an address above 2^48");
+  if (slot == SIZE_MAX || (s->n + 1) * 2 > s->cap) { /* no slot yet, or the table grows first: probe again */
+    if ((s->n + 1) * 2 > s->cap) iset_grow(s);
+    size_t m = s->cap - 1;
+    for (slot = h & m; s->slots[slot]; slot = (slot + 1) & m) {}
+  }
   s->slots[slot] = (uint64_t)(uintptr_t)p | (h & ISET_TAG);
   s->n++;
 }

@@ -115,12 +115,11 @@ typedef uint64_t (*IHash)(const void *stored);
 typedef struct ISet { uint64_t *slots; size_t cap, n; IHash hash; MemUse *use; /* where the slots are counted (NULL: nowhere) */ } ISet;
 typedef bool (*IEq)(const void *stored, const void *probe);
 static inline void iset_init(ISet *s, IHash hash, MemUse *use) { *s = (ISet){NULL, 0, 0, hash, use}; }
-void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe); /* NULL when absent */
-void iset_add(ISet *s, uint64_t h, void *p);                     /* malloc-backed; iset_free */
-/* iset_find, also giving the empty slot where its probe ended, and iset_add there: one probe for
- * a find-or-insert (the set unchanged in between) */
-void *iset_find_slot(ISet *s, uint64_t h, IEq eq, const void *probe, size_t *slot);
-void iset_add_slot(ISet *s, size_t slot, uint64_t h, void *p);
+/* a find-or-insert in one probe: iset_find returns the entry equal to probe, or NULL and the empty
+ * slot where its probe ended (*slot); iset_add puts p there (the set unchanged in between), or
+ * probes again when the table must grow first. malloc-backed; iset_free */
+void *iset_find(ISet *s, uint64_t h, IEq eq, const void *probe, size_t *slot);
+void iset_add(ISet *s, size_t slot, uint64_t h, void *p);
 void iset_free(ISet *s);
 void iset_reserve(ISet *s, size_t n);                             /* room for n entries without growing */
 void iset_reserve_more(ISet *s, size_t more, size_t lim);        /* room for min(more, lim) entries more */
