@@ -519,8 +519,8 @@ Test(io, schedule_writer) {
   SchedItem items[2] = {{.ast = ast, .nbufs = 2, .bufs = b0, .meta = {1, &mneg}}, {.ast = cp, .nbufs = 2, .bufs = b1}};
   Schedule s = {.nitems = 2, .items = items, .nkernels = 1, .ncopies = 1};
   UOp *assign = uop2(OP_ASSIGN, dt_float, out, uop0(OP_KERNEL, dt_void, NULL), NULL);
-  UOp **kval = arena_alloc(ga(), sizeof(UOp *) * uctx->next_id), *kkeys[1] = {in};
-  kval[in->id] = assign;
+  uint32_t *kval = arena_alloc(ga(), sizeof(uint32_t) * uctx->next_id), kkeys[1] = {in->id};
+  kval[in->id] = assign->id;
   s.kernelize_map = (RMap){kval, uctx->next_id, 1, kkeys};
   const char *names[2] = {"E_4", NULL}, *srcs[2] = {"E_4.c", NULL};
   char *text = schedule_write_json(ga(), &s, g, names, srcs);

@@ -249,12 +249,14 @@ Test(uop, context_memuse_counts_what_it_holds) {
   Schedule *s = create_schedule(g->sink);
   cr_assert_gt(s->nkernels, 0);
   size_t held = 0;
-  for (const Arena *a = &c->arena; a; a = a == &c->arena ? &c->scratch : NULL)
-    for (const ArenaChunk *k = a->head; k; k = k->prev) held += k->off;
+  const Arena *arenas[] = {&c->arena, &c->nodes, &c->scratch};
+  for (size_t i = 0; i < sizeof arenas / sizeof *arenas; i++)
+    for (const ArenaChunk *k = arenas[i]->head; k; k = k->prev) held += k->off;
   const ISet *sets[] = {&c->uops, &c->values, &c->views, &c->sts, &c->metas};
   for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) held += iset_bytes(sets[i]);
   for (size_t i = 0; i < sizeof c->memo / sizeof c->memo[0]; i++) held += pairmap_bytes(&c->memo[i]);
   held += c->walk_cap * 2 * sizeof(void *); /* the walk stack's entries: a node and a flag */
+  held += c->byid_cap * sizeof *c->byid;
   cr_assert_eq(c->mem.used, held, "counted %zu, held %zu", c->mem.used, held);
   cr_assert_geq(memuse_peak(&c->mem), held);
 }

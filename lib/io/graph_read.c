@@ -997,7 +997,7 @@ Graph *graph_read_mem(const char *name, const char *text, size_t n, const char *
    * bench graphs hold 0.2-0.3 views a row): grown from their first 16 slots as the file is read
    * instead, they left conv_wino's kernelize 10% slower (make bench). */
   size_t rows = n / 100, cap = (size_t)1 << 18;
-  iset_reserve_more(&uctx->uops, rows * 8, cap);
+  uop_reserve(rows * 8, cap);
   iset_reserve_more(&uctx->values, rows, cap);
   iset_reserve_more(&uctx->views, rows / 2, cap);
   iset_reserve_more(&uctx->sts, rows / 2, cap);

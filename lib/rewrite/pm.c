@@ -750,8 +750,8 @@ static void rmap_loop(RCtx *r, UList topo, bool bottom_up, RMap *nm, int *jp) {
       rewrite_loop(r);
       v = rs_get(r, k, RW_REPLACE);
     }
-    nm->keys[nm->n++] = k;
-    nm->val[k->id] = v;
+    nm->kid[nm->n++] = k->id;
+    nm->val[k->id] = v->id;
     if (k != v && k->meta) meta_move(k, v);
   }
   nr_top = jb.prev;
@@ -771,7 +771,7 @@ RMap graph_rewrite_rmap_topo(Arena *out, UList topo, const PM *pm, void *ctx, bo
   /* values by id; keys in order, at most one per node of sink's graph and one per input key
    * (allocated before the scratch mark below, so a map in scratch outlives this rewrite's pop) */
   size_t nkeys = (size_t)topo.n + (input_map ? (size_t)input_map->n : 0);
-  RMap nm = {arena_alloc(out, sizeof(UOp *) * (size_t)cap), cap, 0, arena_alloc_raw(out, sizeof(UOp *) * (nkeys ? nkeys : 1))};
+  RMap nm = {arena_alloc(out, sizeof(uint32_t) * (size_t)cap), cap, 0, arena_alloc_raw(out, sizeof(uint32_t) * (nkeys ? nkeys : 1))};
   ArenaMark mk = arena_mark(&uctx->scratch);
   NRJump *saved = nr_top;
   RCtx r;
@@ -783,9 +783,9 @@ RMap graph_rewrite_rmap_topo(Arena *out, UList topo, const PM *pm, void *ctx, bo
   arena_pop(&uctx->scratch, mk);
   /* new_map[k] = new_map.get(v, v) for every input entry: a key already there keeps its place */
   if (input_map) for (int i = 0; i < input_map->n; i++) {
-    UOp *k = input_map->keys[i], *v = input_map->val[k->id], *nv = rmap_get(&nm, v);
-    if (!nm.val[k->id]) nm.keys[nm.n++] = k;
-    nm.val[k->id] = nv ? nv : v;
+    uint32_t k = input_map->kid[i], v = input_map->val[k], nv = nm.val[v]; /* v < cap: older than this call */
+    if (!nm.val[k]) nm.kid[nm.n++] = k;
+    nm.val[k] = nv ? nv : v;
   }
   return nm;
 }
@@ -794,16 +794,20 @@ UMap rmap_to_umap(const RMap *m, Arena *a) {
   UMap u;
   umap_init(&u, a);
   map_reserve(&u, m->n);
-  for (int i = 0; i < m->n; i++) umap_put(&u, m->keys[i], m->val[m->keys[i]->id]);
+  for (int i = 0; i < m->n; i++) umap_put(&u, uop_by_id(m->kid[i]), uop_by_id(m->val[m->kid[i]]));
   return u;
 }
 
 UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map) {
   ArenaMark mk = arena_mark(&uctx->scratch);
-  RMap im = {arena_alloc(&uctx->scratch, sizeof(UOp *) * (size_t)uctx->next_id), uctx->next_id, 0, NULL};
+  RMap im = {arena_alloc(&uctx->scratch, sizeof(uint32_t) * (size_t)uctx->next_id), uctx->next_id, 0, NULL};
   if (input_map) {
-    im.keys = arena_alloc_raw(&uctx->scratch, sizeof(UOp *) * (size_t)(input_map->live + 1));
-    MAP_EACH(input_map, e) { im.keys[im.n++] = e->key; im.val[((UOp *)e->key)->id] = e->val; }
+    im.kid = arena_alloc_raw(&uctx->scratch, sizeof(uint32_t) * (size_t)(input_map->live + 1));
+    MAP_EACH(input_map, e) {
+      uint32_t k = ((UOp *)e->key)->id;
+      im.kid[im.n++] = k;
+      im.val[k] = ((UOp *)e->val)->id;
+    }
   }
   /* the map is scratch too, above the toposort: this scope's pop drops both */
   UList topo = uop_toposort_in(&uctx->scratch, sink, NULL, NULL);

@@ -103,17 +103,19 @@ UOp *graph_rewrite_memo(UOp *sink, const PM *pm, int slot);
  * also every key k of input_map maps to new_map.get(input_map[k], input_map[k]). Metadata moves
  * to rewritten nodes as tinygrad's all_metadata does. */
 UMap graph_rewrite_map(UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const UMap *input_map);
-/* graph_rewrite_map's result as the scheduler chains it: the value of key k at val[k->id] (every
- * key is older than the rewrite, so cap = uctx->next_id then bounds them) and the keys in the
- * order of tinygrad's dict (sink's toposort, then input_map's keys that are new) */
-typedef struct RMap { UOp **val; uint32_t cap; int n; UOp **keys; } RMap;
+/* graph_rewrite_map's result as the scheduler chains it, in ids (uop_by_id): the value of key k
+ * is val[k->id] (0 for none; every key is older than the rewrite, so cap = uctx->next_id then
+ * bounds them) and kid holds the keys in the order of tinygrad's dict (sink's toposort, then
+ * input_map's keys that are new). In ids, chaining a map through the next pass (every key of the
+ * original graph, each pass) reads arrays half the size of pointer arrays, and no node */
+typedef struct RMap { uint32_t *val; uint32_t cap; int n; uint32_t *kid; } RMap;
 RMap graph_rewrite_rmap(Arena *out, UOp *sink, const PM *pm, void *ctx, bool bottom_up, const PM *bpm, const RMap *input_map);
 /* the same, given the sink's toposort instead of the sink (for a caller that has walked its graph already;
  * the list is read, not kept). graph_rewrite_rmap's out is not the scratch arena (its toposort there is
  * popped under the map); this one's may be, above the caller's mark. */
 RMap graph_rewrite_rmap_topo(Arena *out, UList topo, const PM *pm, void *ctx, bool bottom_up, const PM *bpm,
                              const RMap *input_map);
-static inline UOp *rmap_get(const RMap *m, const UOp *k) { return k->id < m->cap ? m->val[k->id] : NULL; }
+static inline UOp *rmap_get(const RMap *m, const UOp *k) { return k->id < m->cap ? uop_by_id(m->val[k->id]) : NULL; }
 UMap rmap_to_umap(const RMap *m, Arena *a);     /* the same entries as an ordered UMap in a */
 /* UOp.substitute(dvars): dvars maps UOp -> UOp (entries with k == v ignored) */
 UOp *uop_substitute(UOp *root, const UMap *dvars);

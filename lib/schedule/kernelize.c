@@ -934,7 +934,7 @@ static RMap kernelize_passes(MapPP *pp, UOp *sink, const char *stop, bool *in_ga
 }
 /* m's entries in the graph arena (for a map that stopped in a pass arena) */
 static RMap rmap_copy(const RMap *m) {
-  RMap r = {arena_dup(ga(), m->val, sizeof(UOp *) * (size_t)m->cap), m->cap, m->n, arena_dup(ga(), m->keys, sizeof(UOp *) * (size_t)m->n)};
+  RMap r = {arena_dup(ga(), m->val, sizeof(uint32_t) * (size_t)m->cap), m->cap, m->n, arena_dup(ga(), m->kid, sizeof(uint32_t) * (size_t)m->n)};
   return r;
 }
 /* the whole pipeline; stops after the pass named stop (NULL: all), returning the map (in ga()) */

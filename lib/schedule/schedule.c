@@ -112,7 +112,7 @@ Schedule *create_schedule(UOp *sink) {
    * has this room already (graph_read_mem sizes it from the file); this serves graphs built in
    * memory and files with more rows than their size suggests */
   double t0 = tg_now_ms();
-  iset_reserve_more(&uctx->uops, uctx->uops.n * 7, (size_t)1 << 18);
+  uop_reserve(uctx->uops.n * 7, (size_t)1 << 18);
   /* and the View and ShapeTracker tables for the ones the passes add (the bench graphs add up to
    * 0.9x and 2.4x their own): the tables start small (16 slots), for small graphs' memory */
   iset_reserve_more(&uctx->views, uctx->views.n, (size_t)1 << 16);

@@ -75,8 +75,12 @@ UCtx *uop_ctx_new(void) {
   if (!c) return NULL;
   options_default(&c->opt);
   c->next_id = 1;
+  c->byid = calloc(c->byid_cap = 64, sizeof *c->byid);
+  if (!c->byid) { free(c); return NULL; }
+  memuse_add(&c->mem, c->byid_cap * sizeof *c->byid);
   c->next_vid = 1;
   arena_share(&c->arena, &c->mem);
+  arena_share(&c->nodes, &c->mem);
   arena_share(&c->scratch, &c->mem);
   for (size_t i = 0; i < sizeof c->memo / sizeof c->memo[0]; i++) c->memo[i].use = &c->mem;
   iset_init(&c->uops, uop_hash_of, &c->mem);
@@ -87,8 +91,10 @@ UCtx *uop_ctx_new(void) {
 void uop_ctx_free(UCtx *c) {
   if (!c) return;
   arena_free(&c->arena);
+  arena_free(&c->nodes);
   arena_free(&c->scratch);
   free(c->walk_stack);
+  free(c->byid);
   iset_free(&c->uops); iset_free(&c->values); iset_free(&c->views); iset_free(&c->sts); iset_free(&c->metas);
   for (size_t i = 0; i < sizeof c->memo / sizeof c->memo[0]; i++) pairmap_free(&c->memo[i]);
   if (uctx == c) uctx = NULL;
@@ -112,6 +118,24 @@ static inline uint64_t uop_hash(Op op, const DType *dt, int nsrc, UOp *const *sr
   return h ^ (h >> 29);
 }
 static uint64_t uop_hash_of(const void *p) { const UOp *u = p; return uop_hash((Op)u->op, u->dtype, u->nsrc, u->src, u->arg, u->tag); }
+/* byid with room for ids below n (a power of two, at least double; the old table is live while copied) */
+static void byid_resize(UCtx *c, size_t nc) {
+  if (nc <= c->byid_cap) return;
+  if (nc > (size_t)1 << 31) tg_fail(TG_EINPUT, "more than 2**31 uops");
+  UOp **nb = malloc(nc * sizeof *nb);
+  if (!nb) tg_fail(TG_EINTERNAL, "out of memory");
+  memuse_add(&c->mem, nc * sizeof *nb);
+  memcpy(nb, c->byid, c->byid_cap * sizeof *nb);
+  free(c->byid);
+  memuse_sub(&c->mem, c->byid_cap * sizeof *nb);
+  c->byid = nb, c->byid_cap = nc;
+}
+static __attribute__((noinline)) void byid_grow(UCtx *c) { byid_resize(c, (size_t)c->byid_cap * 2); }
+void uop_reserve(size_t more, size_t lim) {
+  if (more > lim) more = lim;
+  iset_reserve_more(&uctx->uops, more, lim);
+  byid_resize(uctx, uctx->next_id + more);
+}
 UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg, const Value *tag) {
   if (!arg) arg = v_none();
   if (!tag) tag = v_none();
@@ -122,9 +146,11 @@ UOp *uop_new(Op op, const DType *dt, int nsrc, UOp *const *src, const Value *arg
   size_t slot;
   UOp *f = iset_find(&uctx->uops, h, uop_eq, &p, &slot);
   if (f) return f;
-  UOp *u = arena_alloc_raw(ga(), sizeof *u + sizeof(UOp *) * (size_t)nsrc);
+  UOp *u = arena_alloc8(&uctx->nodes, sizeof *u + sizeof(UOp *) * (size_t)nsrc);
   /* each field stored (a memset of the node is a `rep stos` in gcc's code, slow to start) */
   u->op = (uint8_t)op; u->st_state = u->dev_state = u->axis_state = 0; u->nsrc = nsrc;
+  if (__builtin_expect(uctx->next_id == uctx->byid_cap, 0)) byid_grow(uctx);
+  uctx->byid[uctx->next_id] = u;
   u->id = uctx->next_id++; u->walk = 0;
   u->dtype = dt; u->arg = arg; u->tag = tag; u->meta = NULL;
   u->st_cache = NULL; u->dev_cache = NULL; u->axis_cache = 0; u->rw_epoch = 0;

@@ -225,10 +225,12 @@ typedef struct Options {
 void options_default(Options *o);
 typedef struct UCtx {
   Arena arena;                 /* graph lifetime */
+  Arena nodes;                 /* the UOps (graph lifetime, arena_alloc8): made one after another, they sit together */
   Arena scratch;               /* per-pass scratch (arena_mark/arena_pop) */
   MemUse mem;                  /* the bytes the context holds (its arenas, the pass arenas, its heap tables and walk stack) and their peak */
   ISet uops, values, views, sts, metas; /* intern tables (keyed by structural hash) */
   uint32_t next_id;            /* the next UOp's id (UOps alone: arrays indexed by UOp id stay dense) */
+  UOp **byid; uint32_t byid_cap; /* every UOp by its id (byid[0] is NULL): maps can hold ids, not pointers */
   uint64_t nedges;             /* the sources of all the UOps made: with next_id, a bound on any graph's nodes + edges */
   uint32_t next_vid;           /* the next id of a Value, View, ShapeTracker or Metadata */
   int64_t next_unique;         /* UNIQUE counter for buffers the scheduler creates */
@@ -242,9 +244,11 @@ typedef struct UCtx {
   const char *sched_warning;   /* lib/schedule: the first place where tgc gives a result tinygrad 0.11.0 does not give (NULL: none) */
 } UCtx;
 extern _Thread_local UCtx *uctx;                /* the current context */
+static inline UOp *uop_by_id(uint32_t id) { return uctx->byid[id]; } /* id < uctx->next_id; 0 gives NULL */
 UCtx *uop_ctx_new(void);                        /* creates and makes current */
 void value_sets_init(UCtx *c);                  /* lib/uop: the value, view, ShapeTracker and Metadata intern sets (uop_ctx_new) */
 void uop_ctx_free(UCtx *c);
+void uop_reserve(size_t more, size_t lim);      /* room for min(more, lim) more UOps (intern table, byid) without growing */
 static inline Arena *ga(void) { return &uctx->arena; }
 
 /* small constructors used everywhere */
