@@ -118,7 +118,7 @@ static inline uint64_t uop_hash(Op op, const DType *dt, int nsrc, UOp *const *sr
   return h ^ (h >> 29);
 }
 static uint64_t uop_hash_of(const void *p) { const UOp *u = p; return uop_hash((Op)u->op, u->dtype, u->nsrc, u->src, u->arg, u->tag); }
-/* byid with room for ids below n (a power of two, at least double; the old table is live while copied) */
+/* byid with room for the ids below nc (the old table is live while it is copied) */
 static void byid_resize(UCtx *c, size_t nc) {
   if (nc <= c->byid_cap) return;
   if (nc > (size_t)1 << 31) tg_fail(TG_EINPUT, "more than 2**31 uops");
