@@ -5,6 +5,8 @@
 #   make conformance  the scoreboard over ../shared/oracle
 #   make randcheck    tgc against tinygrad on seeded random programs (tools/randgraph.py; RAND_SEEDS=A:B)
 #   make bench        scheduling speed over the largest corpus graphs
+#   make cachestat    one schedule's instructions and cache misses per bench graph (cachegrind: the
+#                     same counts on every run, where make bench's times move with the machine)
 #   make pgo          a profile-guided build (gcc) in build-pgo/: `make bench BUILD=build-pgo`
 #   make opts-sweep   random opt lists (PADTO included) on the numeric corpus against tinygrad's values
 #   make upstream     tinygrad 0.11.0's own test suite recorded as graphs and scored (UPSTREAM_TESTS=a,b)
@@ -27,7 +29,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC := $(sort $(wildcard tests/test_*.c))
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all debug test test-asan unit cli-test conformance randcheck upstream pytest bench pgo bench-kernels opts-sweep scale leak fuzz clean
+.PHONY: all debug test test-asan unit cli-test conformance randcheck upstream pytest bench cachestat pgo bench-kernels opts-sweep scale leak fuzz clean
 all: $(BUILD)/tgc $(BUILD)/libtgc.a
 
 $(BUILD)/%.o: %.c
@@ -134,6 +136,9 @@ $(BUILD)/bench: tests/bench.c $(BUILD)/libtgc.a
 BENCH_N ?= 100
 bench: $(BUILD)/tgc $(BUILD)/bench
 	N=$(BENCH_N) BUILD=$(BUILD) TGC=$(BUILD)/tgc BENCH=$(BUILD)/bench sh tests/bench.sh $(ORACLE)
+
+cachestat: $(BUILD)/bench
+	BUILD=$(BUILD) BENCH=$(BUILD)/bench sh tests/cachestat.sh $(ORACLE)
 
 # profile-guided optimisation (gcc), the way release compilers are built: PGO_BUILD gets a tgc and a
 # bench compiled with -fprofile-generate, trained by tests/pgo_train.sh on graphs make bench never
