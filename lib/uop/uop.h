@@ -150,7 +150,8 @@ typedef struct MetaList { int n; const Meta *const *m; } MetaList;
 /* ---- the UOp ---- */
 struct UOp {
   /* cold fields first, so the ones the rewrite engine and interning read of every node they meet
-   * (op, id, dtype, nsrc, the rewrite entries) share the sources' cache line */
+   * (op, id, dtype, nsrc, the rewrite entries) share the sources' cache line, and a toposort's
+   * (walk, nsrc) sit right before the sources */
   const Value *arg, *tag;      /* never NULL: v_none() when absent */
   const Meta *const *meta;     /* tinygrad's all_metadata side table (not part of identity): NULL-terminated, NULL for none */
   /* lazily computed caches, owned by the stages that fill them */
@@ -158,14 +159,14 @@ struct UOp {
   const Value *dev_cache;      /* lib/shape: UOp._device; axis_cache: UOp.axis */
   void *cache[2];              /* cache[0]: lib/symbolic (_min_max), cache[1]: lib/symbolic (simplify) */
   int32_t axis_cache;
-  uint32_t walk;               /* lib/uop toposort: the epoch of the walk that last emitted this node */
   uint8_t st_state, dev_state, axis_state; /* lib/shape: 0 unknown, 1 computed (st_cache, dev_cache, axis_cache) */
   uint8_t op;
-  uint32_t id;                 /* creation order within the context */
+  UOp *rw[2];                  /* lib/rewrite: that rewrite's replace entry and its matcher's cache entry */
   const DType *dtype;
+  uint32_t id;                 /* creation order within the context */
   uint32_t rw_epoch;           /* lib/rewrite: the graph rewrite whose entries rw[] holds (0: none; see pm.c) */
   int32_t nsrc;                /* up to UOP_MAX_SRC (a KERNEL gathering a wide fan-out has many) */
-  UOp *rw[2];                  /* lib/rewrite: that rewrite's replace entry and its matcher's cache entry */
+  uint32_t walk;               /* lib/uop toposort: the epoch of the walk that last emitted this node */
   UOp *const src[];            /* nsrc sources, stored in the node itself */
 };
 _Static_assert(OP_COUNT <= 256, "UOp.op is a byte");
