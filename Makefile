@@ -99,13 +99,21 @@ RAND_EXT_SEEDS ?= 0:200
 RAND_EXT_NUMERIC_SEEDS ?= 0:60
 RAND_OPT_SEEDS ?= 0:150
 RAND_DIRS = $(BUILD)/rand/schedule $(BUILD)/rand/numeric $(BUILD)/rand/ext $(BUILD)/rand/ext_numeric $(BUILD)/rand/options
+# RAND_FROM=DIR takes the graphs from DIR/rand (another build's randcheck with the same seeds: the
+# generator is deterministic) instead of asking tinygrad for them again (CI's ASan pass)
+RAND_FROM ?=
 randcheck: $(BUILD)/tgc $(BUILD)/conformance
 	@rm -rf $(RAND_DIRS)
+ifeq ($(RAND_FROM),)
 	python3 tools/randgraph.py $(BUILD)/rand/schedule --seeds $(RAND_SEEDS) --ops 14
 	python3 tools/randgraph.py $(BUILD)/rand/numeric --seeds $(RAND_NUMERIC_SEEDS) --ops 10 --numeric
 	python3 tools/randgraph.py $(BUILD)/rand/ext --seeds $(RAND_EXT_SEEDS) --ops 14 --extended
 	python3 tools/randgraph.py $(BUILD)/rand/ext_numeric --seeds $(RAND_EXT_NUMERIC_SEEDS) --ops 10 --extended --numeric
 	python3 tools/randgraph.py $(BUILD)/rand/options --seeds $(RAND_OPT_SEEDS) --ops 16 --extended --options
+else
+	@mkdir -p $(BUILD)/rand
+	cp -r $(RAND_FROM)/rand/schedule $(RAND_FROM)/rand/numeric $(RAND_FROM)/rand/ext $(RAND_FROM)/rand/ext_numeric $(RAND_FROM)/rand/options $(BUILD)/rand/
+endif
 	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 $(CONFORMANCE_BARS) $(RAND_DIRS)
 
 # upstream: tinygrad 0.11.0's own tests as a differential test (tools/upstream_tests.py): fetches its
