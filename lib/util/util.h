@@ -36,11 +36,11 @@ typedef struct Arena {
 } Arena;
 static inline void arena_share(Arena *a, MemUse *u) { a->use = u; } /* before a's first allocation */
 typedef struct ArenaMark { ArenaChunk *chunk; size_t off; } ArenaMark;
-void *arena_alloc_grow(Arena *a, size_t n);     /* arena_alloc_raw when the head chunk is full */
-/* 16-byte aligned, not zeroed; fails via tg_fail on OOM. Inline: the passes allocate in the
- * hundreds of thousands, and the bump is a few instructions next to the call */
-static inline void *arena_alloc_raw(Arena *a, size_t n) {
-  n = (n + 15) & ~(size_t)15;
+void *arena_alloc_grow(Arena *a, size_t n);     /* arena_bump when the head chunk is full */
+/* the bump both allocators below share: n bytes (a multiple of the arena's granularity) at the
+ * head chunk's offset. Inline: the passes allocate in the hundreds of thousands, and the bump is a
+ * few instructions next to the call */
+static inline void *arena_bump(Arena *a, size_t n) {
   ArenaChunk *c = a->head;
   if (__builtin_expect(!c || c->off + n > c->cap, 0)) return arena_alloc_grow(a, n);
   void *p = c->data + c->off;
@@ -48,18 +48,12 @@ static inline void *arena_alloc_raw(Arena *a, size_t n) {
   a->use->used += n;
   return p;
 }
+/* 16-byte aligned, not zeroed; fails via tg_fail on OOM */
+static inline void *arena_alloc_raw(Arena *a, size_t n) { return arena_bump(a, (n + 15) & ~(size_t)15); }
 /* like arena_alloc_raw but 8-byte aligned, for an arena that holds only objects of pointer
  * alignment (lib/uop's nodes: 104 bytes and 8 a source, so 16-byte rounding would waste 8 bytes on
  * every node with an even number of sources); an arena takes one of the two, never both */
-static inline void *arena_alloc8(Arena *a, size_t n) {
-  n = (n + 7) & ~(size_t)7;
-  ArenaChunk *c = a->head;
-  if (__builtin_expect(!c || c->off + n > c->cap, 0)) return arena_alloc_grow(a, n);
-  void *p = c->data + c->off;
-  c->off += n;
-  a->use->used += n;
-  return p;
-}
+static inline void *arena_alloc8(Arena *a, size_t n) { return arena_bump(a, (n + 7) & ~(size_t)7); }
 void *arena_alloc(Arena *a, size_t n);          /* like arena_alloc_raw, but zeroed */
 void *arena_dup(Arena *a, const void *p, size_t n);
 char *arena_strdup(Arena *a, const char *s);
