@@ -40,20 +40,15 @@ if [ -x /usr/bin/time ]; then TIME=/usr/bin/time; fi
 TMP=${TMPDIR:-/tmp}/tgc-bench.$$
 trap 'rm -f "$TMP"' EXIT INT TERM
 
-graphs() {
-  awk -F '\t' 'NR > 1 && $1 == "schedule" { print $4 "\t" $2 }' "$ORACLE/INDEX.tsv" | sort -t "$(printf '\t')" -k1,1nr -k2,2 |
-    head -5 | while IFS="$(printf '\t')" read -r _ name; do echo "$ORACLE/schedule/$name.graph.json"; done
-  for f in testdata/models/*.graph.json; do [ -f "$f" ] && echo "$f"; done
-}
+. "$(dirname "$0")/bench_graphs.sh"
 
 printf '%-44s %6s %8s %8s %8s %9s %8s %6s %8s %6s %9s %7s %8s %7s %8s\n' graph uops read_ms sched_ms kmap_ms Muops/s memKB xmem rssKB xfile tg_ms x_kmap tg_cold x_cold x_total
 status=0
 SUM=${TMPDIR:-/tmp}/tgc-bench-sum.$$
 trap 'rm -f "$TMP" "$SUM"' EXIT INT TERM
 : >"$SUM"
-for g in $(graphs); do
-  name=$(basename "$g" .graph.json)
-  if [ ${#name} -gt 44 ]; then name=$(printf '%s' "$name" | cut -c1-20)...$(printf '%s' "$name" | rev | cut -c1-21 | rev); fi
+for g in $(bench_graphs "$ORACLE"); do
+  name=$(bench_row_name "$g")
   if ! out=$("$BENCH" "$g" "$N"); then
     echo "bench.sh: $g: bench failed" >&2
     status=1

@@ -20,11 +20,7 @@ if [ ! -x "$BENCH" ]; then
   echo "cachestat.sh: $BENCH not built" >&2
   exit 2
 fi
-graphs() {
-  awk -F '\t' 'NR > 1 && $1 == "schedule" { print $4 "\t" $2 }' "$ORACLE/INDEX.tsv" | sort -t "$(printf '\t')" -k1,1nr -k2,2 |
-    head -5 | while IFS="$(printf '\t')" read -r _ name; do echo "$ORACLE/schedule/$name.graph.json"; done
-  for f in testdata/models/*.graph.json; do [ -f "$f" ] && echo "$f"; done
-}
+. "$(dirname "$0")/bench_graphs.sh"
 # "Ir D1 LLr LLw" of one cachegrind run of $BENCH with the given arguments
 counts() {
   BENCH_WARMUP_MS=0 valgrind --tool=cachegrind --cache-sim=yes --D1=65536,8,64 --LL=1048576,16,64 \
@@ -35,9 +31,8 @@ counts() {
 }
 printf '%-44s %10s %9s %8s %8s\n' graph Ir D1 LLr LLw
 status=0
-for g in $(graphs); do
-  name=$(basename "$g" .graph.json)
-  if [ ${#name} -gt 44 ]; then name=$(printf '%s' "$name" | cut -c1-20)...$(printf '%s' "$name" | rev | cut -c1-21 | rev); fi
+for g in $(bench_graphs "$ORACLE"); do
+  name=$(bench_row_name "$g")
   if ! all=$(counts "$g" 5) || ! rd=$(counts "$g" 5 read); then
     echo "cachestat.sh: $g: bench failed under valgrind" >&2
     status=1

@@ -7,9 +7,10 @@
 set -eu
 BUILD=$1
 ORACLE=${2:-../shared/oracle}
+. "$(dirname "$0")/bench_graphs.sh"
 n=0
 if [ -f "$ORACLE/INDEX.tsv" ]; then
-  skip=$(awk -F '\t' 'NR > 1 && $1 == "schedule" { print $4 "\t" $2 }' "$ORACLE/INDEX.tsv" | sort -t "$(printf '\t')" -k1,1nr -k2,2 | head -5 | cut -f2)
+  skip=$(bench_graphs "$ORACLE" | sed 's|.*/||; s|\.graph\.json$||')
   for g in $(ls "$ORACLE"/schedule/*.graph.json | awk 'NR % 4 == 0'); do
     name=$(basename "$g" .graph.json)
     case " $(echo $skip) " in *" $name "*) continue ;; esac
