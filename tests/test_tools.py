@@ -168,6 +168,18 @@ def test_bench_cli():
   n = len(json.loads(pathlib.Path(g).read_text())["uops"])
   assert out.startswith("tinygrad get_kernelize_map: ") and out.endswith(f" ms ({n} uops)")
 
+def test_bench_pair_cli(tmp_path):
+  # --pair runs a tgc bench program before each timed run: here a stand-in that prints a known time
+  g = corpus_sample("numeric", 10)[0]
+  fake = tmp_path / "bench"
+  fake.write_text("#!/bin/sh\necho 10 0.1 0.2 1000 1 0.125\n")
+  fake.chmod(0o755)
+  lines = run_tool("bench", g, "--repeat", "3", "--pair", fake).stdout.strip().splitlines()
+  tg = float(lines[0].split(": ")[1].split(" ms")[0])
+  assert lines[1].startswith("paired tgc kernelize: 0.125 ms; ratio tinygrad/tgc: median ") and lines[1].endswith("(of 3 pairs)")
+  ratio = float(lines[1].split("median ")[1].split(" ")[0])
+  assert abs(ratio - tg / 0.125) <= 0.05 + 0.001 * ratio  # each pair's tgc side is 0.125 ms, so the ratio is tinygrad's median over it
+
 # ********** testdata/models **********
 
 MODEL_NAMES = sorted(p.name[:-len(".graph.json")] for p in MODELS.glob("*.graph.json"))

@@ -13,7 +13,7 @@ emitted as earlier rows. UNIQUE args are renumbered densely in row order, as in 
   bench(path)             time tinygrad's get_kernelize_map on a graph file
 
 CLI:  tgc_graph.py oracle GRAPH [-o EXPECT.json] [--no-outputs]
-      tgc_graph.py bench GRAPH [--repeat N]
+      tgc_graph.py bench GRAPH [--repeat N] [--cold] [--pair BUILD/bench]
       tgc_graph.py validate GRAPH... [--jobs N]     (oracle vs. the corpus expect next to GRAPH)
 
 Needs only tinygrad 0.11.0 and numpy.
@@ -486,18 +486,30 @@ def _shape_caches() -> list:
           if hasattr(f := getattr(attr, "fget", attr), "cache_clear"): out.append(f)
   return out
 
-def bench(path:str|os.PathLike, repeat:int=5, cold:bool=False) -> tuple[float, int]:
+def _tgc_kernelize_ms(tgc_bench:str, path:str|os.PathLike, runs:int) -> float:
+  """tgc's kernelize time for the graph: the median of `runs` runs of tgc's bench program
+  (tests/bench.c, each run a fresh context), the sixth field of its line."""
+  import subprocess
+  env = {**os.environ, "BENCH_WARMUP_MS": "20"}
+  out = subprocess.run([tgc_bench, str(path), str(runs)], capture_output=True, text=True, env=env, check=True).stdout.split()
+  return float(out[5])
+
+def bench(path:str|os.PathLike, repeat:int=5, cold:bool=False, pair:str|None=None, pair_runs:int=25) -> tuple[float, int, list[tuple[float, float]]]:
   """Median ms of tinygrad's get_kernelize_map on the graph, after one warm-up; each run reloads the
   graph into fresh UOps (the previous ones are collected first) so no cached rewrite is reused.
   tinygrad's View/ShapeTracker functools caches do persist from run to run (warm); with cold they
   are cleared before each run's load, as in a fresh process, so that like a tgc run (a fresh
   context) it starts from nothing.
-  Returns (ms, number of graph rows)."""
+  With pair (the path of tgc's bench program), each timed run is paired with a tgc measurement
+  taken right before it (the median of pair_runs tgc runs): a slow spell of a shared machine then
+  slows both sides of a pair, and their ratio holds where two measurements seconds apart differ.
+  Returns (ms, number of graph rows, [(tinygrad ms, tgc ms) per timed run]; empty without pair)."""
   import weakref
   from tinygrad.schedule.kernelize import get_kernelize_map
   caches = _shape_caches() if cold else []
-  times = []
+  times, pairs = [], []
   for i in range(repeat+1):
+    tgc_ms = _tgc_kernelize_ms(pair, path, pair_runs) if pair and i > 0 else None
     gc.collect()
     for c in caches: c.cache_clear()
     L = load_graph(path, set_options=False)
@@ -506,12 +518,14 @@ def bench(path:str|os.PathLike, repeat:int=5, cold:bool=False) -> tuple[float, i
       st = time.perf_counter()
       becomes_map = get_kernelize_map(L.sink)
       et = time.perf_counter()
-    if i > 0: times.append((et-st)*1000)
+    if i > 0:
+      times.append((et-st)*1000)
+      if tgc_ms is not None: pairs.append(((et-st)*1000, tgc_ms))
     probe = weakref.ref(L.sink)
     del L, becomes_map
     gc.collect()
     if probe() is not None and i == 0: print("warning: the graph outlived its run; later runs may hit caches", file=sys.stderr)
-  return statistics.median(times), nrows
+  return statistics.median(times), nrows, pairs
 
 # ********** corpus validation **********
 
@@ -563,6 +577,7 @@ def main(argv:list[str]|None=None) -> int:
   b = sub.add_parser("bench", help="time tinygrad's get_kernelize_map on GRAPH")
   b.add_argument("graph"); b.add_argument("--repeat", type=int, default=5)
   b.add_argument("--cold", action="store_true", help="clear tinygrad's View/ShapeTracker caches before each run")
+  b.add_argument("--pair", metavar="BENCH", help="tgc's bench program (build/bench): time tgc right before each run, report the ratios")
   v = sub.add_parser("validate", help="oracle each corpus GRAPH and compare with its expect file")
   v.add_argument("graphs", nargs="+"); v.add_argument("-q", "--quiet", action="store_true")
   a = ap.parse_args(argv)
@@ -575,8 +590,12 @@ def main(argv:list[str]|None=None) -> int:
         os.replace(tmp, a.output)
       print(f"{doc['kernels']} kernels")
     elif a.cmd == "bench":
-      ms, n = bench(a.graph, a.repeat, a.cold)
+      ms, n, pairs = bench(a.graph, a.repeat, a.cold, a.pair)
       print(f"tinygrad get_kernelize_map{' (cold shape caches)' if a.cold else ''}: {ms:.2f} ms ({n} uops)")
+      if pairs:
+        tgc_ms = statistics.median(p[1] for p in pairs)
+        ratio = statistics.median(p[0] / p[1] for p in pairs)
+        print(f"paired tgc kernelize: {tgc_ms:.3f} ms; ratio tinygrad/tgc: median {ratio:.1f} (of {len(pairs)} pairs)")
     elif a.cmd == "validate":
       ok, n, why = validate(a.graphs, verbose=not a.quiet)
       print(f"{ok}/{n} agree" + (f"; disagreements: {why}" if why else ""))
