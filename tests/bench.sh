@@ -49,6 +49,14 @@ trap 'rm -f "$TMP"' EXIT INT TERM
 
 . "$(dirname "$0")/bench_graphs.sh"
 
+# tgbench GRAPH [--cold]: tinygrad's median ms, then tgc's in the pairs and the pairs' median ratio,
+# from the two lines of tgc_graph.py bench --pair (nothing when tinygrad fails on the graph)
+tgbench() {
+  python3 tools/tgc_graph.py bench "$@" --repeat "$TG_REPEAT" --pair "$BENCH" 2>/dev/null |
+    sed -n -e 's/^tinygrad get_kernelize_map.*: \([0-9.]*\) ms.*/\1/p' \
+      -e 's/^paired tgc kernelize: \([0-9.]*\) ms; ratio tinygrad\/tgc: median \([0-9.]*\).*/\1 \2/p' | tr '\n' ' '
+}
+
 printf '%-44s %6s %8s %8s %8s %9s %8s %6s %8s %6s %9s %8s %7s %8s %7s %8s\n' graph uops read_ms sched_ms kmap_ms Muops/s memKB xmem rssKB xfile tg_ms pair_ms x_kmap tg_cold x_cold x_total
 status=0
 SUM=${TMPDIR:-/tmp}/tgc-bench-sum.$$
@@ -68,14 +76,9 @@ for g in $(bench_graphs "$ORACLE"); do
   if [ -n "$TIME" ] && $TIME -f %M -o "$TMP" "$TGC" schedule "$g" -o /dev/null 2>/dev/null; then rss=$(tail -n 1 "$TMP"); fi
   tg=- tgc=- pk=- xk=- xc=-
   if [ $HAVE_TG = 1 ]; then
-    # tinygrad_ms, paired tgc ms and the median ratio, from tgc_graph.py bench --pair's two lines
-    tgbench() {
-      python3 tools/tgc_graph.py bench "$g" --repeat "$TG_REPEAT" --pair "$BENCH" "$@" 2>/dev/null |
-        sed -n -e 's/^tinygrad get_kernelize_map.*: \([0-9.]*\) ms.*/\1/p' -e 's/^paired tgc kernelize: \([0-9.]*\) ms; ratio tinygrad\/tgc: median \([0-9.]*\).*/\1 \2/p' | tr '\n' ' '
-    }
-    set -- $(tgbench) - - -
+    set -- $(tgbench "$g") - - -
     tg=$1 pk=$2 xk=$3
-    set -- $(tgbench --cold) - - -
+    set -- $(tgbench "$g" --cold) - - -
     tgc=$1 xc=$3
   fi
   awk -v n="$name" -v u="$uops" -v rd="$rd" -v sc="$sc" -v km="$km" -v ar="$arena" -v rss="$rss" -v sz="$size" -v tg="$tg" -v tgc="$tgc" -v pk="$pk" -v xk="$xk" -v xc="$xc" 'BEGIN {
