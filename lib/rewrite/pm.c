@@ -473,6 +473,7 @@ enum { RW_REPLACE, RW_PM, RW_BPM };
 typedef struct REnt { UOp *n, *nn; int stage; } REnt;
 typedef struct RCtx {
   const PM *pm, *bpm; void *ctx;
+  const UMap *subst;              /* bpm is pm_substitute: its map (ctx), read directly */
   uint32_t epoch;                 /* 0: takes no node over (too deeply nested), everything in fb */
   int depth;                      /* uctx->rw_depth when this rewrite started */
   int memo;                       /* >= 0: UOp.cache[memo] holds each node's result (graph_rewrite_memo) */
@@ -624,7 +625,13 @@ __attribute__((noinline)) static void rewrite_loop(RCtx *r) {
           }
           seen[ns++] = test;
           nn = test;
-          test = cached_rewrite(r, RW_BPM, r->bpm, test);
+          /* _substitute's one rule is a lookup in its map: no cache is cheaper than the map */
+          if (r->subst) {
+            UOp *v = umap_get(r->subst, test);
+            test = v != test ? v : NULL;
+          } else {
+            test = cached_rewrite(r, RW_BPM, r->bpm, test);
+          }
         }
       }
       /* when every source is rewritten already, their entries would pop straight off again and
@@ -840,6 +847,7 @@ UOp *uop_substitute(UOp *root, const UMap *dvars) {
     RCtx r;
     NRJump *saved = nr_top;
     rctx_init(&r, NULL, pm_substitute, &d);
+    r.subst = &d;
     /* A node that is no key and reaches none rewrites to itself (the rule only maps keys): it is
      * entered as its own result before the rewrite starts, which then never visits its graph.
      * That visit could only matter through tinygrad's bound on its stack: a graph of root and the
