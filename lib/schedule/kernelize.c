@@ -656,7 +656,11 @@ static UOp *fuse_arange_in(Arena *a, UOp *root) {
   vec_init(&local_arange, a);
   AraCtx ac = {root, &local_arange};
   UList topo = uop_toposort_in(a, root, gate_reduce, &ac);
-  if (!local_arange.n) return NULL;
+  /* an arange fused already is skipped below: with none left, fuse_rep stays empty (no children
+   * needed) */
+  bool unfused = false;
+  for (int i = 0; i < local_arange.n && !unfused; i++) unfused = ((UOp *)local_arange.v[i])->arg->n <= 2;
+  if (!unfused) return NULL;
   // fuse the nearest expand child of arange
   UMap local_children; /* UOp -> PtrVec* of children (with repeats) */
   umap_init(&local_children, a);
