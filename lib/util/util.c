@@ -94,7 +94,6 @@ void *arena_alloc_grow(Arena *a, size_t n) {
   memuse_add(a->use, n);
   return p;
 }
-void *arena_alloc(Arena *a, size_t n) { return memset(arena_alloc_raw(a, n), 0, n); }
 void *arena_dup(Arena *a, const void *p, size_t n) { void *q = arena_alloc_raw(a, n ? n : 1); if (n) memcpy(q, p, n); return q; }
 char *arena_strdup(Arena *a, const char *s) { return arena_dup(a, s, strlen(s) + 1); }
 char *arena_printf(Arena *a, const char *fmt, ...) {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- arena ---- */
 typedef struct ArenaChunk ArenaChunk;
@@ -54,7 +55,8 @@ static inline void *arena_alloc_raw(Arena *a, size_t n) { return arena_bump(a, (
  * alignment (lib/uop's nodes: 104 bytes and 8 a source, so 16-byte rounding would waste 8 bytes on
  * every node with an even number of sources); an arena takes one of the two, never both */
 static inline void *arena_alloc8(Arena *a, size_t n) { return arena_bump(a, (n + 7) & ~(size_t)7); }
-void *arena_alloc(Arena *a, size_t n);          /* like arena_alloc_raw, but zeroed */
+/* like arena_alloc_raw, but zeroed (inline: a constant size's zeroing is a few stores) */
+static inline void *arena_alloc(Arena *a, size_t n) { return memset(arena_alloc_raw(a, n), 0, n); }
 void *arena_dup(Arena *a, const void *p, size_t n);
 char *arena_strdup(Arena *a, const char *s);
 char *arena_printf(Arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
