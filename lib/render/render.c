@@ -608,12 +608,16 @@ static void uncount_use(R *r, UOp *u) {
 /* a value the renderer may inline or drop (no side effect, no load) */
 static bool pure_value(UOp *u) { return (op_in((Op)u->op, G_ALU) && u->op != OP_WHERE) || u->op == OP_CAST || u->op == OP_BITCAST; }
 
-static const char *acc_update(R *r, UOp *red, const char *acc, const char *v) {
+/* acc = op(acc, value): tinygrad's update is an ADD (MUL) of the accumulator and the value, so an
+ * inlined value that is itself an ADD (MUL) loses its parentheses, as in render_alu: acc+(t+b) is
+ * printed acc+t+b and C adds (acc+t)+b (layernorm's backward sums (x-m)*s*w+b this way) */
+static const char *acc_update(R *r, UOp *red, const char *acc, UOp *vu) {
   Op op = red->arg->op;
   const DType *dt = red->dtype;
-  const char *e;
+  const char *e, *v = nm(r, vu);
   if (signed_int(dt) && (op == OP_ADD || op == OP_MUL)) /* an accumulator has no bounds: wrap as above */
     return wrap_bin(r, dt, acc, op == OP_ADD ? "+" : "*", v);
+  if ((op == OP_ADD || op == OP_MUL) && vu->op == op) v = strip_parens(r->a, v);
   if (op == OP_ADD) e = arena_printf(r->a, "(%s+%s)", acc, v);
   else if (op == OP_MUL) e = arena_printf(r->a, "(%s*%s)", acc, v);
   else if (op == OP_MAX) e = arena_printf(r->a, "((%s<%s)?%s:%s)", acc, v, v, acc);
@@ -993,9 +997,9 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       break;
     }
     case LK_ACCUM: {   /* consecutive ADD/MUL updates of one accumulator (an unroll's) are one statement */
-      const char *an = nm(&r, u), *e = acc_update(&r, u, an, nm(&r, in->aux));
+      const char *an = nm(&r, u), *e = acc_update(&r, u, an, in->aux);
       while (u->arg->op != OP_MAX && i + 1 < p->ninst && p->inst[i + 1].kind == LK_ACCUM && p->inst[i + 1].u == u)
-        e = acc_update(&r, u, e, nm(&r, p->inst[++i].aux));   /* (MAX names its accumulator twice) */
+        e = acc_update(&r, u, e, p->inst[++i].aux);   /* (MAX names its accumulator twice) */
       if (fp16_lazy(&r, u->dtype)) e = round16(&r, u->dtype, e);
       sb_indent(&b, d);
       sb_printf(&b, "%s = %s;\n", an, e);
