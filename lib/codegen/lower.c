@@ -734,9 +734,16 @@ static UOp *lower_value(LCtx *c, UOp *node, UOp *ikey) {
     else if (u->op == OP_REDUCE_AXIS) {
       Op rop = u->arg->items[0]->op;
       UOp *v = vals[0];
-      if (!f->nr) {  /* no loop left: the values folded in order, ((v0 op v1) op v2)... */
+      if (!f->nr && (f->nch < 2 || f->ng)) {  /* one value, or a group's partials: folded in order now */
         for (int k = 1; k < f->nch; k++) v = uop2(rop, u->dtype, v, vals[k], NULL);
         r = v;
+      } else if (!f->nr) {
+        /* no loop left: a REDUCE of the VECTORIZE of the values, with no RANGE, until pm_reduce
+         * folds it to ((v0 op v1) op v2)... as tinygrad's reduce_to_acc does; sym meets the REDUCE
+         * before that, as tinygrad's does (a factor of the sum such as x*-1 folds with the constants
+         * after it instead of being pushed into the values: -(a+b) is -a+-b) */
+        UOp *vec = uop_new(OP_VECTORIZE, dt_vec(u->dtype, f->nch), f->nch, vals, NULL, NULL);
+        r = uop_new(OP_REDUCE, u->dtype, 1, &vec, v_ops(rop), NULL);
       } else {
         /* unrolled values go to the accumulator one by one, acc op v0 op v1 ..., as tinygrad's
          * reduce_to_acc folds them: a VECTORIZE of them is the REDUCE's value */
@@ -1135,6 +1142,7 @@ static bool is_load(UOp *u) { return u->op == OP_LOAD || (u->op == OP_VIEW && u-
 static void reduce_facts(LCtx *c, UList topo, KAxes *k) {
   k->red_itemsize = 0; k->parallel_reduces = false; k->mv0 = k->mv1 = -1; k->transcendental = false; k->red_fsum = false;
   k->has_vars = false;
+  k->sums_of_transcendentals = true;
   bool all_sums = true;
   PtrVec reds;
   vec_init(&reds, c->a);
@@ -1143,7 +1151,14 @@ static void reduce_facts(LCtx *c, UList topo, KAxes *k) {
     Op op = (Op)u->op;
     k->transcendental |= op == OP_EXP2 || op == OP_LOG2 || op == OP_SIN || op == OP_POW;
     k->has_vars |= op == OP_DEFINE_VAR;
-    if (op == OP_REDUCE_AXIS) { vec_push(&reds, u); all_sums &= u->arg->items[0]->op == OP_ADD; }
+    if (op == OP_REDUCE_AXIS) {
+      vec_push(&reds, u);
+      all_sums &= u->arg->items[0]->op == OP_ADD;
+      UOp *s = u->src[0];
+      while (s->op == OP_VIEW && s->nsrc) s = s->src[0];
+      Op so = (Op)s->op;
+      k->sums_of_transcendentals &= so == OP_EXP2 || so == OP_LOG2 || so == OP_SIN || so == OP_POW;
+    }
   }
   /* can_pad(r, {}) for every reduce r, in one walk: sums of ops that keep zeros zero */
   k->pad_safe = all_sums && uop_can_pad(reds.n, (UOp *const *)reds.v, NULL);

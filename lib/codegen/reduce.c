@@ -229,7 +229,16 @@ static UOp *rw_reduce_unparented(const Match *m, void *ctx) {
   return ret;
 }
 
+/* reduce_to_acc of a REDUCE with no RANGE (an UNROLL took its whole axis): the values folded in
+ * order, no accumulator */
+static UOp *rw_reduce_no_range(const Match *m, void *ctx) {
+  UOp *red = M("red"), *src = red->src[0];
+  if (src->dtype == red->dtype) return src;
+  return src->op == OP_VECTORIZE ? fold_values(src, red_op(red), red->dtype) : NULL;
+}
 static const Rule reduce_rules[] = {
+  // a REDUCE with no range left is its values folded in order (reduce_to_acc without an accumulator)
+  { UP(.ops = OPS(OP_REDUCE), .name = "red", SRC(UP())), rw_reduce_no_range },
   // remove any ranges from a REDUCE that aren't referenced in the reduce source
   { UP(.ops = OPS(OP_REDUCE), .name = "red"), rw_reduce_unparented },
   // remove REDUCE without loads (generic arange opt / indexing)

@@ -119,17 +119,18 @@ static UOp *prod(int n, UOp *const *xs) {
   return r;
 }
 /* tinygrad's reduce_mul_chain: the factors of the REDUCE's MUL chain that use none of its ranges go
- * after it. On an UNROLL's lanes too: tinygrad moves the muls out at its initial symbolic, before
- * its expander turns the UNROLL into lanes, when the REDUCE's source is one MUL chain and the UNROLL
- * is among the REDUCE's sources (so a factor that uses it stays inside). tgc's lowering hands sym
- * the lanes already (a VECTORIZE, lower.c): a factor goes out when it is the same node at the same
- * place of every lane's chain (it does not use the UNROLL) and uses none of the REDUCE's ranges;
- * the lanes keep the rest, in order. Lanes whose chains differ in length (a lane folded apart) are
- * left as they are. A single chain is one lane. */
+ * after it. A single chain is one lane. On an UNROLL's lanes, only a constant goes: tinygrad's REDUCE
+ * holds the CONTRACT of the unrolled values, which no MUL pattern matches, until its expander makes
+ * it a vector; then "move const multiply after REDUCE" takes a sum's constant factor out of the
+ * vector MUL (a broadcast load stays in: (x*y*3).sum() with an UNROLL sums x*y and scales by 3).
+ * tgc's lowering hands sym the lanes already (a VECTORIZE, lower.c): a constant goes out of a sum
+ * when it is the same node at the same place of every lane's chain; the lanes keep the rest, in
+ * order. Lanes whose chains differ in length (a lane folded apart) are left as they are. */
 static UOp *reduce_mul_chain_impl(const Match *m, void *ctx) {
   UOp *r = M("r"), *src = r->src[0];
   if (r->arg->kind != V_OPS || (r->arg->op != OP_ADD && r->arg->op != OP_MAX)) return NULL;
   bool vec = src->op == OP_VECTORIZE;
+  if (vec && r->arg->op != OP_ADD) return NULL;
   int nl = vec ? src->nsrc : 1, n = 0;
   UOp *const *lane = vec ? src->src : &r->src[0];
   if ((vec && nl < 2) || r->dtype != lane[0]->dtype) return NULL;
@@ -147,7 +148,7 @@ static UOp *reduce_mul_chain_impl(const Match *m, void *ctx) {
     bool free_ = true;
     for (int l = 1; l < nl && free_; l++) free_ = ms[l][i] == f;
     for (int j = 1; j < r->nsrc && free_; j++) if (uop_in_graph(f, r->src[j])) free_ = false;
-    out[i] = free_ && (r->arg->op != OP_MAX || n_ge(u_lo(f), n_int(0)));
+    out[i] = free_ && (!vec || f->op == OP_CONST) && (r->arg->op != OP_MAX || n_ge(u_lo(f), n_int(0)));
     no += out[i];
   }
   if (no == 0) return NULL;
