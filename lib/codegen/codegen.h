@@ -141,6 +141,8 @@ typedef struct KAxes {
   int mv0, mv1;                   /* the first reduce is ADD(MUL(LOAD, LOAD)): the loads' ShapeTrackers, else -1 */
   bool transcendental;            /* the kernel computes EXP2, LOG2, SIN or POW (tgc's CPU step reads it) */
   bool red_fsum;                  /* the first reduce is a float ADD (tgc's CPU step reads it) */
+  bool sums_of_transcendentals;   /* every reduce adds a transcendental's values (EXP2, LOG2, SIN or POW
+                                   * at its source's root): no MUL factor can leave it (CPU step) */
   bool has_vars;                  /* the kernel has DEFINE_VARs (PADTO refuses symbolic shapes) */
   bool pad_safe;                  /* every reduce is an ADD of ops with f(0) = 0 (PADTO of a reduce axis) */
 } KAxes;

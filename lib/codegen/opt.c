@@ -471,9 +471,12 @@ static bool dense_lone_upcast(const KAxes *k, int n, const KOpt *opts) {
  * UNROLL of a reduce axis every buffer walks densely puts 4 interleaved values in each update; the
  * C backend then splits the reduce loop per accumulator into simd reductions (render/loops.c
  * fission), which vectorize without shuffles when the unroll is gone (11% faster). Each sum still
- * adds its values in their order. */
+ * adds its values in their order. Only where every reduce sums a transcendental itself: a sum of
+ * products without its UNROLL is a REDUCE of one MUL chain, whose factors that use no reduce range
+ * symbolic's reduce_mul_chain moves after the sum (sum(e*d*v*v) becomes sum(e*d)*v*v: softmax's
+ * backward), which rounds differently from tinygrad's unrolled kernel. */
 static bool dense_last_unroll(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *opts) {
-  if (!k->transcendental || !k->red_fsum || n < 1 || opts[n - 1].op != KOPT_UNROLL) return false;
+  if (!k->transcendental || !k->red_fsum || !k->sums_of_transcendentals || n < 1 || opts[n - 1].op != KOPT_UNROLL) return false;
   Model m;
   char why[128];
   if (!model_replay(a, k, tg, n - 1, opts, &m, why, sizeof why)) return false;
