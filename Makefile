@@ -86,7 +86,7 @@ leak: $(BUILD)/tgc
 conformance: $(BUILD)/tgc $(BUILD)/conformance
 	BUILD=$(BUILD) TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE) $(CONFORMANCE_BARS)
 	@echo "== testdata/numeric: tgc's own numeric cases (recorded by testdata/numeric/make_numeric.py)"
-	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 $(CONFORMANCE_BARS) testdata/numeric
+	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 --bits-bar 1.0 $(CONFORMANCE_BARS) testdata/numeric
 
 # randcheck: differential test on graphs the corpus does not hold: tools/randgraph.py writes seeded
 # random tinygrad programs with tinygrad's own schedule (and, for the numeric set, its outputs), and
@@ -114,7 +114,7 @@ else
 	@mkdir -p $(BUILD)/rand
 	cp -r $(RAND_FROM)/rand/schedule $(RAND_FROM)/rand/numeric $(RAND_FROM)/rand/ext $(RAND_FROM)/rand/ext_numeric $(RAND_FROM)/rand/options $(BUILD)/rand/
 endif
-	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 $(CONFORMANCE_BARS) $(RAND_DIRS)
+	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 --bits-bar 1.0 $(CONFORMANCE_BARS) $(RAND_DIRS)
 
 # upstream: tinygrad 0.11.0's own tests as a differential test (tools/upstream_tests.py): fetches its
 # source distribution, runs the modules in UPSTREAM_TESTS (default: every one it knows; test_ops and

@@ -11,9 +11,14 @@
  * Two more columns check each KERNEL's buffers (DEFINE_GLOBAL order, size, dtype, device, input
  * UNIQUE or first-appearance order of new buffers) and metadata against the expect file;
  * with --numeric cpu, cases whose expect file has `outputs` also run on the CPU runtime (lib/driver,
- * what `tgc run --expect` does) and score the numeric column (--fast-sums: as `tgc run --fast-sums`). --show NAME prints the ASTs of matching cases.
+ * what `tgc run --expect` does) and score the numeric column (--fast-sums: as `tgc run --fast-sums`);
+ * the bits column counts the cases whose outputs are tinygrad's byte for byte (--bits-bar: on the
+ * CPU only where it has FMA, as the machines that recorded the corpus: tinygrad's kernels contract
+ * a*b+c into FMAs, so without them every such value rounds differently). --show NAME prints the
+ * ASTs of matching cases.
  * Exits 1 when a rate over all folders is below its bar, 2 on bad usage. */
 #include "driver/driver.h"
+#include "runtime/runtime.h"
 #include "io/graph.h"
 #include "schedule/schedule.h"
 #include <cjson/cJSON.h>
@@ -28,7 +33,7 @@
 #include <unistd.h>
 
 typedef struct Result {
-  int count_ok, ast_ok, order_ok, error, bufs_ok, meta_ok, has_numeric, numeric_ok;
+  int count_ok, ast_ok, order_ok, error, bufs_ok, meta_ok, has_numeric, numeric_ok, bits_ok;
   int got, want;
   char reason[1200];
 } Result;
@@ -188,6 +193,7 @@ static void run_case(const char *graph, const char *expect, Result *r) {
       char why[600] = "";
       DriverRun *R = driver_run_device(g, S, numeric_dev);
       r->numeric_ok = driver_compare(R, E, why, sizeof why);
+      r->bits_ok = r->numeric_ok && driver_same_bits(R, E);
       if (!r->numeric_ok && !r->reason[0]) snprintf(r->reason, sizeof r->reason, "numeric: %s", why);
     }
     tg_try_end(&t);
@@ -229,13 +235,13 @@ static Result run_forked(const char *graph, const char *expect, int timeout) {
   return r;
 }
 
-typedef struct Tally { int n, count, ast, order, bufs, meta, errors, nnum, num; } Tally;
+typedef struct Tally { int n, count, ast, order, bufs, meta, errors, nnum, num, bits; } Tally;
 static void print_tally(const char *name, const Tally *t) {
   double d = t->n ? t->n : 1;
   printf("%-10s %5d cases  count %5d (%6.2f%%)  ast %5d (%6.2f%%)  order %5d (%6.2f%%)  bufs %5d (%6.2f%%)  meta %5d (%6.2f%%)"
          "  ", name, t->n, t->count, 100.0 * t->count / d, t->ast, 100.0 * t->ast / d, t->order,
          100.0 * t->order / d, t->bufs, 100.0 * t->bufs / d, t->meta, 100.0 * t->meta / d);
-  if (t->nnum) printf("numeric %d/%d (%6.2f%%)", t->num, t->nnum, 100.0 * t->num / t->nnum);
+  if (t->nnum) printf("numeric %d/%d (%6.2f%%)  bits %d/%d", t->num, t->nnum, 100.0 * t->num / t->nnum, t->bits, t->nnum);
   else printf("numeric -");
   printf("  errors %d\n", t->errors);
 }
@@ -244,7 +250,8 @@ static void usage(int status) {
   FILE *f = status ? stderr : stdout;
   if (status) { fprintf(f, "conformance: try 'conformance --help'\n"); exit(status); }
   fprintf(f, "usage: conformance [-v] [--count-bar F] [--ast-bar F] [--order-bar F] [--bufs-bar F] [--meta-bar F]\n"
-             "                   [--numeric cpu|opencl|cuda] [--numeric-bar F] [--timeout S] [--only SUBSTR] [--show NAME] [--fast-sums] DIR...\n"
+             "                   [--numeric cpu|opencl|cuda] [--numeric-bar F] [--bits-bar F] [--timeout S] [--only SUBSTR] [--show NAME]\n"
+             "                   [--fast-sums] DIR...\n"
              "Scores create_schedule against the oracle's NAME.graph.json / NAME.expect.json pairs in each DIR.\n");
   exit(0);
 }
@@ -253,8 +260,8 @@ int main(int argc, char **argv) {
   static const struct option longopts[] = {
     {"count-bar", required_argument, 0, 'c'}, {"ast-bar", required_argument, 0, 'a'}, {"order-bar", required_argument, 0, 'o'},
     {"bufs-bar", required_argument, 0, 'b'}, {"meta-bar", required_argument, 0, 'm'}, {"timeout", required_argument, 0, 't'}, {"only", required_argument, 0, 'O'}, {"show", required_argument, 0, 's'},
-    {"numeric", required_argument, 0, 'N'}, {"numeric-bar", required_argument, 0, 'B'}, {"fast-sums", no_argument, 0, 'X'}, {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-  double count_bar = 0, ast_bar = 0, order_bar = 0, bufs_bar = 0, meta_bar = 0, numeric_bar = 0;
+    {"numeric", required_argument, 0, 'N'}, {"numeric-bar", required_argument, 0, 'B'}, {"bits-bar", required_argument, 0, 'T'}, {"fast-sums", no_argument, 0, 'X'}, {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  double count_bar = 0, ast_bar = 0, order_bar = 0, bufs_bar = 0, meta_bar = 0, numeric_bar = 0, bits_bar = 0;
   int timeout = 60, verbose = 0, ch;
   const char *only = NULL, *show = NULL;
   while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
@@ -273,6 +280,7 @@ int main(int argc, char **argv) {
       numeric_cpu = true;
       break;
     case 'B': numeric_bar = atof(optarg); break;
+    case 'T': bits_bar = atof(optarg); break;
     case 'X': driver_run_options((DriverRunOpts){1, 0, false, 0, NULL, true}); break;
     case 'v': verbose = 1; break;
     case 'h': usage(0); break;
@@ -307,9 +315,10 @@ int main(int argc, char **argv) {
       if (show) { show_mode = true; memset(&r, 0, sizeof r); run_case(gpath, epath, &r); }
       else r = run_forked(gpath, epath, timeout);
       t.n++;
-      t.nnum += r.has_numeric; t.num += r.has_numeric && r.numeric_ok;
+      t.nnum += r.has_numeric; t.num += r.has_numeric && r.numeric_ok; t.bits += r.has_numeric && r.bits_ok;
       t.count += r.count_ok; t.ast += r.ast_ok; t.order += r.order_ok; t.bufs += r.bufs_ok; t.meta += r.meta_ok; t.errors += r.error;
       if ((verbose || show) && (!r.count_ok || !r.ast_ok || !r.order_ok || !r.bufs_ok || !r.meta_ok || (r.has_numeric && !r.numeric_ok))) printf("FAIL %s: %s\n", names[i], r.reason);
+      else if ((verbose || show) && r.has_numeric && !r.bits_ok) printf("BITS %s: close to tinygrad's values, not its bits\n", names[i]);
       free(names[i]);
     }
     free(names);
@@ -317,7 +326,7 @@ int main(int argc, char **argv) {
     base = base && base[1] ? base + 1 : argv[d];
     print_tally(base, &t);
     total.n += t.n; total.count += t.count; total.ast += t.ast; total.order += t.order; total.bufs += t.bufs; total.meta += t.meta;
-    total.errors += t.errors; total.nnum += t.nnum; total.num += t.num;
+    total.errors += t.errors; total.nnum += t.nnum; total.num += t.num; total.bits += t.bits;
   }
   print_tally("total", &total);
   double dn = total.n ? total.n : 1;
@@ -330,6 +339,12 @@ int main(int argc, char **argv) {
   if (numeric_cpu && (total.nnum ? (double)total.num / total.nnum : 0) < numeric_bar) {
     printf("numeric rate %.4f below bar %.4f\n", total.nnum ? (double)total.num / total.nnum : 0, numeric_bar);
     bad = 1;
+  }
+  if (numeric_cpu && bits_bar > 0) {
+    double rate = total.nnum ? (double)total.bits / total.nnum : 0;
+    if (strcmp(numeric_dev, "cpu") == 0 && rt_cpu_lanes() < 8)
+      printf("bits bar not applied: this CPU has no FMA (tinygrad's recorded values contract a*b+c into FMAs)\n");
+    else if (rate < bits_bar) { printf("bits rate %.4f below bar %.4f\n", rate, bits_bar); bad = 1; }
   }
   return bad;
 }

@@ -58,6 +58,9 @@ bool driver_close(const DType *dt, const void *got, const void *want, size_t n, 
 bool driver_close_tol(const DType *dt, const void *got, const void *want, size_t n, double rtol, double atol, char *why, size_t wn);
 /* compare every output with the expect file's outputs (count, dtype, size, values) */
 bool driver_compare(const DriverRun *r, const Expect *x, char *why, size_t wn);
+/* every output byte for byte the expect file's: tinygrad's own bits, not only close values (the C
+ * backend adds and contracts as tinygrad's CPU kernels do; conformance's bits column) */
+bool driver_same_bits(const DriverRun *r, const Expect *x);
 /* `tgc compile -t c`: write the directory described above; returns the number of kernels */
 int driver_compile_c(Graph *g, Schedule *s, const char *dir);
 /* the bundle's kernels: 1 serial (the default), 0 OpenMP over the outer loop with OpenMP's thread

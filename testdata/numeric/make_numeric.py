@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Regenerates the extra numeric cases in testdata/numeric (graph + tinygrad 0.11.0 expect with outputs):
-  python3 testdata/numeric/make_numeric.py
+  python3 testdata/numeric/make_numeric.py [NAME...]      (every case when no NAME is given)
 int_wrap: signed int32/int64 arithmetic that overflows (tinygrad's CPU backend wraps it in two's
 complement); tgc's emitted C must give the same bits without relying on -fwrapv."""
 import pathlib, subprocess, sys
@@ -12,6 +12,7 @@ Device.DEFAULT = "CPU"
 here = pathlib.Path(__file__).resolve().parent
 
 def case(name, tensors, where=None):
+  if sys.argv[1:] and name not in sys.argv[1:]: return
   where = where or here
   g = where / f"{name}.graph.json"
   tgc_graph.export(tensors, g, with_data="inline")
@@ -141,7 +142,8 @@ with tgc_graph.options({"FUSE_CONV_BW": 1}):
   case("double_reduce_shrink", [xe.sum(1).shrink(((0, vd),)).sum().contiguous()])
 
 # sum_mul_unrolled: (x*3) summed over 5120 rows under tinygrad's UNROLL:0:4; tinygrad moves the *3
-# out of the sum before it expands the unroll (reduce_mul_chain), so it sums x and scales once
+# out of the sum once its expander has made the unrolled values a vector ("move const multiply after
+# REDUCE"), so it sums x and scales once
 case("sum_mul_unrolled", [(xd * 3).sum(axis=(0, 1))])
 
 # testdata/exact/cancel_sums (not a `make conformance` case: `--fast-sums` reorders float sums):
@@ -154,3 +156,28 @@ xc = Tensor((base[None, :] + rx.standard_normal((64, 1024)).astype(np.float32) *
 exact_dir = here.parent / "exact"
 exact_dir.mkdir(exist_ok=True)
 case("cancel_sums", [xc.sum(1), (xc * 0.5).sum(1) + 1, xc.mean(1)], where=exact_dir)
+
+# unrolled_factors: which factors of an unrolled sum tinygrad moves out. Under an UNROLL only a
+# constant goes (x*y*3 sums x*y and scales by 3; x*y keeps y in every term), where a loop of its own
+# (NOOPT: a sum over 7) moves every factor that does not use the loop (reduce_mul_chain). A sum
+# whose whole axis is unrolled (rows of 8) stays a REDUCE until its values are folded: -(x*y) is
+# then the negated terms -(a*y)-(b*y)... and 0.5*-(x*y) keeps its -0.5 after the sum.
+ru = np.random.default_rng(31)
+xu, yu = Tensor(ru.standard_normal((8, 1024), dtype=np.float32)).realize(), Tensor(ru.standard_normal((8, 1), dtype=np.float32)).realize()
+xf, yf = Tensor(ru.standard_normal((64, 8), dtype=np.float32)).realize(), Tensor(ru.standard_normal((64, 1), dtype=np.float32)).realize()
+xs = Tensor(ru.standard_normal((64, 7), dtype=np.float32)).realize()
+case("unrolled_factors", [(xu * yu).sum(1), (xu * yu * 3).sum(1), (-(xu * yu)).sum(1), (xf * 3).sum(1), (xf * yf).sum(1),
+                          (-(xf * yf)).sum(1), ((-(xf * yf)).sum(1) * 0.5), (xs * yf).sum(1), (xs * yf * 3).sum(1)])
+
+# backward_sums: layernorm's and softmax's backward passes, whose sums add products and biases: an
+# unrolled update acc+(t+b) is printed acc+t+b by tinygrad's renderer (C adds (acc+t)+b), the sum's
+# -1 folds into the constants after it, and softmax's backward sum of e*d*v*v keeps its unroll on
+# `tgc run` (dropped, v*v would leave the sum: other bits)
+rb = np.random.default_rng(37)
+xb = Tensor(rb.standard_normal((2, 8, 32), dtype=np.float32)).requires_grad_()
+wb, bb = Tensor(rb.standard_normal(32, dtype=np.float32)).requires_grad_(), Tensor(rb.standard_normal(32, dtype=np.float32)).requires_grad_()
+sb = Tensor(rb.standard_normal((2, 4, 8, 8), dtype=np.float32)).requires_grad_()
+mb = Tensor(rb.standard_normal((2, 4, 8, 8), dtype=np.float32))
+loss = (xb.layernorm() * wb + bb).sum() + (sb.softmax(-1) * mb).sum()
+loss.backward()
+case("backward_sums", [loss, xb.grad, wb.grad, bb.grad, sb.grad])
