@@ -195,10 +195,27 @@ static int add_axis(LCtx *c, Sint size, bool red) {
   return c->nf++;
 }
 /* which full-shape axis the RANGE for axis a of reduce r is: the same axis when the reduce's
- * source has the output's rank, else an axis appended after the others (view_right's swizzle) */
+ * source has the output's rank and the output is 1 on every axis the reduce reduces, else an axis
+ * appended after the others, for each of its axes in the reduce's order. The choice is the
+ * reduce's, not each axis': view_right swizzles a reduce whole, appending its axes so, and where it
+ * leaves a contiguous view over the reduce (a reshape: std over axes 0 and 2 of (16, 33, 5) reduces
+ * (33, 16, 5) over 1 and 2 and stores (1, 33, 1)) tinygrad's kernel runs in the reduce's frame,
+ * whose reduce axes Kernel moves last in the same order (r_33_16_5; tgc made axis 2 the output's
+ * and appended axis 1, r_33_5_16, and summed in another order) */
+static bool reduces_in_place(LCtx *c, UOp *r, const SList *xs) {
+  if (xs->n != c->nout) return false;
+  const Value *ax = r->arg->items[1];
+  for (int k = 0; k < ax->n; k++) {
+    int64_t a = ax->items[k]->i;
+    if (a < 0 || a >= xs->n) return false;
+    if (si_is_int(xs->v[a]) && xs->v[a].c == 1) continue;
+    if (!si_is_int(c->oshape[a]) || c->oshape[a].c != 1) return false;
+  }
+  return true;
+}
 static int reduce_axis_of(LCtx *c, UOp *r, int a, Sint size) {
   const SList *xs = shape_of(c, r->src[0]);
-  if (xs->n == c->nout && a < c->nout && si_is_int(c->oshape[a]) && c->oshape[a].c == 1) {
+  if (reduces_in_place(c, r, xs) && a < c->nout) {
     if (si_is_int(c->F[a]) && c->F[a].c == 1) c->F[a] = size;
     c->red[a] = true;
     return a;

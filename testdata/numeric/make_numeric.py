@@ -181,3 +181,17 @@ mb = Tensor(rb.standard_normal((2, 4, 8, 8), dtype=np.float32))
 loss = (xb.layernorm() * wb + bb).sum() + (sb.softmax(-1) * mb).sum()
 loss.backward()
 case("backward_sums", [loss, xb.grad, wb.grad, bb.grad, sb.grad])
+
+# reduce_frames: a reduce whose kept axes a reshape moves (std over axes 0 and 2 of (16, 33, 5): the
+# kernel sums (33, 16, 5) over its last two axes and stores (1, 33, 1)) runs in the reduce's frame,
+# its reduce axes last in their order (tinygrad's r_33_16_5); and batchnorm's backward, whose sums
+# over (batch, height, width) are such reduces
+rf = np.random.default_rng(41)
+xr3 = Tensor(rf.standard_normal((16, 33, 5), dtype=np.float32)).realize()
+xn = Tensor(rf.standard_normal((4, 8, 6, 6), dtype=np.float32)).requires_grad_()
+gn, bn = Tensor(rf.standard_normal(8, dtype=np.float32)).requires_grad_(), Tensor(rf.standard_normal(8, dtype=np.float32)).requires_grad_()
+mn = xn.mean((0, 2, 3), keepdim=True)
+vn = (xn - mn).square().mean((0, 2, 3), keepdim=True)
+bnl = ((xn - mn) * (vn + 1e-5).rsqrt() * gn.reshape(1, 8, 1, 1) + bn.reshape(1, 8, 1, 1)).silu().sum()
+bnl.backward()
+case("reduce_frames", [xr3.std((0, 2)), xr3.var(1), xr3.mean((0, 2)), bnl, xn.grad, gn.grad, bn.grad])
