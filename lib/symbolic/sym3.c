@@ -119,48 +119,56 @@ static UOp *prod(int n, UOp *const *xs) {
   return r;
 }
 /* tinygrad's reduce_mul_chain: the factors of the REDUCE's MUL chain that use none of its ranges go
- * after it. A single chain is one lane. On an UNROLL's lanes, only a constant goes: tinygrad's REDUCE
- * holds the CONTRACT of the unrolled values, which no MUL pattern matches, until its expander makes
- * it a vector; then "move const multiply after REDUCE" takes a sum's constant factor out of the
- * vector MUL (a broadcast load stays in: (x*y*3).sum() with an UNROLL sums x*y and scales by 3).
- * tgc's lowering hands sym the lanes already (a VECTORIZE, lower.c): a constant goes out of a sum
- * when it is the same node at the same place of every lane's chain; the lanes keep the rest, in
- * order. Lanes whose chains differ in length (a lane folded apart) are left as they are. */
+ * after it (the rest rebuilt left to right). A single chain is one lane. On an UNROLL's lanes
+ * (tgc's lowering hands sym the lanes already, a VECTORIZE, lower.c) only a constant goes, and only
+ * as tinygrad's "move const multiply after REDUCE" takes it: tinygrad's REDUCE holds the CONTRACT
+ * of the unrolled values, which no MUL pattern matches, until its expander makes it a vector, and
+ * then only x*c with one constant c leaves, x as it is (a broadcast load stays in: (x*y*3).sum()
+ * under an UNROLL sums x*y and scales by 3; and p*(a*b) keeps its a*b, where splitting the chain
+ * would print (p*a)*b). So each lane must be x*c (or c*x) with the same CONST c. */
+static UOp *reduce_const_lanes(UOp *r) {
+  UOp *src = r->src[0], *c = NULL;
+  if (r->arg->op != OP_ADD || src->nsrc < 2) return NULL;
+  UOp **xs = SALLOC(UOp *, src->nsrc);
+  for (int l = 0; l < src->nsrc; l++) {
+    UOp *v = src->src[l], *k;
+    if (v->op != OP_MUL) return NULL;
+    if (v->src[1]->op == OP_CONST) k = v->src[1], xs[l] = v->src[0];
+    else if (v->src[0]->op == OP_CONST) k = v->src[0], xs[l] = v->src[1];
+    else return NULL;
+    if (c && k != c) return NULL;
+    c = k;
+  }
+  UOp **s = SALLOC(UOp *, r->nsrc);
+  s[0] = uop_new(OP_VECTORIZE, src->dtype, src->nsrc, xs, src->arg, NULL);
+  for (int i = 1; i < r->nsrc; i++) s[i] = r->src[i];
+  return u_mul(uop_replace(r, NULL, r->nsrc, s, NULL, NULL), u_const_like(r, c->arg));
+}
 static UOp *reduce_mul_chain_impl(const Match *m, void *ctx) {
   UOp *r = M("r"), *src = r->src[0];
   if (r->arg->kind != V_OPS || (r->arg->op != OP_ADD && r->arg->op != OP_MAX)) return NULL;
-  bool vec = src->op == OP_VECTORIZE;
-  if (vec && r->arg->op != OP_ADD) return NULL;
-  int nl = vec ? src->nsrc : 1, n = 0;
-  UOp *const *lane = vec ? src->src : &r->src[0];
-  if ((vec && nl < 2) || r->dtype != lane[0]->dtype) return NULL;
-  UOp ***ms = SALLOC(UOp **, nl);
-  for (int l = 0; l < nl; l++) {
-    int k;
-    ms[l] = split_all(lane[l], OP_MUL, &k);
-    if (l && k != n) return NULL;
-    n = k;
-  }
+  if (src->op == OP_VECTORIZE) return reduce_const_lanes(r);
+  if (r->dtype != src->dtype) return NULL;
+  int n;
+  UOp **ms = split_all(src, OP_MUL, &n);
   bool *out = SALLOC(bool, n);
   int no = 0;
   for (int i = 0; i < n; i++) {
-    UOp *f = ms[0][i];
+    UOp *f = ms[i];
     bool free_ = true;
-    for (int l = 1; l < nl && free_; l++) free_ = ms[l][i] == f;
     for (int j = 1; j < r->nsrc && free_; j++) if (uop_in_graph(f, r->src[j])) free_ = false;
-    out[i] = free_ && (!vec || f->op == OP_CONST) && (r->arg->op != OP_MAX || n_ge(u_lo(f), n_int(0)));
+    out[i] = free_ && (r->arg->op != OP_MAX || n_ge(u_lo(f), n_int(0)));
     no += out[i];
   }
   if (no == 0) return NULL;
-  UOp **outside = SALLOC(UOp *, no), **inside = SALLOC(UOp *, n), **lanes = SALLOC(UOp *, nl);
-  for (int i = 0, k = 0; i < n; i++) if (out[i]) outside[k++] = ms[0][i];
-  for (int l = 0; l < nl; l++) {
-    int ni = 0;
-    for (int i = 0; i < n; i++) if (!out[i]) inside[ni++] = ms[l][i];
-    lanes[l] = ni ? prod(ni, inside) : u_const_like_i(lane[l], 1);
+  UOp **outside = SALLOC(UOp *, no), **inside = SALLOC(UOp *, n);
+  int ni = 0;
+  for (int i = 0, k = 0; i < n; i++) {
+    if (out[i]) outside[k++] = ms[i];
+    else inside[ni++] = ms[i];
   }
   UOp **s = SALLOC(UOp *, r->nsrc);
-  s[0] = vec ? uop_new(OP_VECTORIZE, src->dtype, nl, lanes, src->arg, NULL) : lanes[0];
+  s[0] = ni ? prod(ni, inside) : u_const_like_i(src, 1);
   for (int i = 1; i < r->nsrc; i++) s[i] = r->src[i];
   return u_mul(uop_replace(r, NULL, r->nsrc, s, NULL, NULL), prod(no, outside));
 }
