@@ -100,6 +100,12 @@ void knames_init(KNames *k, Arena *a);
  * every value, then pm_reduce (reduce_unparented; reduce_collapse: a REDUCE whose value needs no
  * loop becomes closed form or a gated load), then the NEG/SUB decompositions */
 UOp *lower_simplify(UOp *sink);
+/* one update of an accumulator by an UNROLL's values as tinygrad's kernel computes it: its
+ * reduce_to_acc makes acc op v0 op v1 ..., which its devectorize sym then rewrites like any value
+ * ((acc+(a+1))+(b+1) becomes b+(a+acc)+2: the constants go last) before its decompositions. acc is
+ * a placeholder for the accumulator, vals are the lowered (decomposed) values; the result has
+ * the decompositions again (the renderer prints it) */
+UOp *lower_acc_update(Op op, UOp *acc, int n, UOp *const *vals);
 
 /* the name tinygrad gives ast (a SINK), before dedup: "E_10", "r_16_40", "E2_4" for two stores */
 const char *lower_kernel_name(UOp *ast);

@@ -275,16 +275,46 @@ static const Rule decomp_rules[] = {
 };
 static PM *pm_decomp;
 
+/* the decompositions undone: NEG(x) is x*-1 again, SUB(x, y) x+y*-1 (a bool's NEG is its logical
+ * not, no decomposition) */
+static UOp *rw_undo_neg(const Match *m, void *ctx) {
+  UOp *n = M("n");
+  if (dt_is_bool(n->dtype)) return NULL;
+  return uop2(OP_MUL, n->dtype, n->src[0], u_const_like_i(n->src[0], -1), NULL);
+}
+static UOp *rw_undo_sub(const Match *m, void *ctx) {
+  UOp *n = M("n");
+  return uop2(OP_ADD, n->dtype, n->src[0], uop1(OP_NEG, n->dtype, n->src[1], NULL), NULL);
+}
+static const Rule undo_decomp_rules[] = {
+  { UP(.ops = OPS(OP_NEG), .name = "n", SRC(UP())), rw_undo_neg },
+  { UP(.ops = OPS(OP_SUB), .name = "n", SRC(UP(), UP())), rw_undo_sub },
+};
+static PM *pm_undo_decomp;
+
+static void lower_simplify_init(void) {
+  if (pm_reduce) return;
+  sym_init();
+  PM *parts[2] = {pm_new(reduce_collapse_rules, RULES_N(reduce_collapse_rules)), pm_sym};
+  pm_reduce_collapse = pm_concat(2, parts);
+  PM *rparts[2] = {pm_new(reduce_rules, RULES_N(reduce_rules)), pm_sym};
+  pm_reduce = pm_concat(2, rparts);
+  pm_unroll = pm_new(unroll_rules, RULES_N(unroll_rules));
+  pm_decomp = pm_new(decomp_rules, RULES_N(decomp_rules));
+  pm_undo_decomp = pm_new(undo_decomp_rules, RULES_N(undo_decomp_rules));
+}
+
+UOp *lower_acc_update(Op op, UOp *acc, int n, UOp *const *vals) {
+  lower_simplify_init();
+  UOp *e = acc;
+  for (int i = 0; i < n; i++) e = uop2(op, acc->dtype, e, vals[i], NULL);
+  e = graph_rewrite(e, pm_undo_decomp, NULL, false, NULL);
+  e = graph_rewrite(e, pm_sym, NULL, false, NULL);
+  return graph_rewrite(e, pm_decomp, NULL, false, NULL);
+}
+
 UOp *lower_simplify(UOp *sink) {
-  if (!pm_reduce) {
-    sym_init();
-    PM *parts[2] = {pm_new(reduce_collapse_rules, RULES_N(reduce_collapse_rules)), pm_sym};
-    pm_reduce_collapse = pm_concat(2, parts);
-    PM *rparts[2] = {pm_new(reduce_rules, RULES_N(reduce_rules)), pm_sym};
-    pm_reduce = pm_concat(2, rparts);
-    pm_unroll = pm_new(unroll_rules, RULES_N(unroll_rules));
-    pm_decomp = pm_new(decomp_rules, RULES_N(decomp_rules));
-  }
+  lower_simplify_init();
   /* tinygrad's "initial symbolic": sym on the whole kernel, values included (its float folds, like
    * (x*c1)*c2 -> x*(c1*c2), decide how the C compiler contracts and rounds) */
   sink = graph_rewrite(sink, pm_sym, NULL, false, NULL);

@@ -625,6 +625,38 @@ static const char *acc_update(R *r, UOp *red, const char *acc, UOp *vu) {
   return fix_type(r, dt, e);  /* a lazy half is rounded once, by the assignment */
 }
 
+/* an expression the update's rewrite made, printed as the values are: a node placed already by
+ * its name (or inline text), the placeholder by the accumulator's name, a new node from its
+ * sources' texts */
+static const char *render_tree(R *r, UOp *n) {
+  const char *s = map_get(&r->names, n, uop_h(n), NULL);
+  if (s) return s;
+  if (n->op == OP_CONST || n->op == OP_DEFINE_VAR || n->op == OP_RANGE) return nm(r, n);
+  if (!pure_value(n)) tg_fail(TG_EINTERNAL, "render: the accumulator update made a %s", op_names[n->op]);
+  for (int k = 0; k < n->nsrc; k++) render_tree(r, n->src[k]);
+  s = render_expr(r, n);
+  map_put(&r->names, n, uop_h(n), (void *)s);
+  return s;
+}
+/* the statement for n unrolled float ADD (MUL) updates of accumulator red, ins[0..n): tinygrad's
+ * reduce_to_acc folds them into acc op v0 op v1 ..., and its devectorize sym rewrites that chain
+ * like any value (lower_acc_update): a value's added constant moves to the end, (acc+(a+1))+(b+1)
+ * is printed b+a+acc+2.0f, which C adds as ((b+a)+acc)+2. NULL where the rewrite leaves the chain
+ * as it is (acc_update prints that), or for another dtype or op (ints wrap, halves round lazily) */
+static const char *acc_update_sym(R *r, UOp *red, const char *an, int n, const LInst *ins) {
+  Op op = red->arg->op;
+  if ((op != OP_ADD && op != OP_MUL) || red->dtype->count != 1 || (red->dtype->scalar != SC_FLOAT && red->dtype->scalar != SC_DOUBLE)) return NULL;
+  UOp **vals = arena_alloc(r->a, sizeof(UOp *) * (size_t)n);
+  for (int k = 0; k < n; k++) vals[k] = ins[k].aux;
+  UOp *acc = uop0(OP_DEFINE_REG, red->dtype, v_int((int64_t)red->id)), *plain = acc;
+  for (int k = 0; k < n; k++) plain = uop2(op, red->dtype, plain, vals[k], NULL);
+  UOp *upd = lower_acc_update(op, acc, n, vals);
+  if (upd == plain) return NULL;
+  if (upd == acc) return "";   /* acc+0+0...: tinygrad's sym drops the store of its own load */
+  map_put(&r->names, acc, uop_h(acc), (void *)an);
+  return render_tree(r, upd);
+}
+
 char *render_replace(Arena *a, const char *s, const char *from, const char *to) {
   SB b;
   sb_init(&b, a);
@@ -998,8 +1030,14 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
     }
     case LK_ACCUM: {   /* consecutive ADD/MUL updates of one accumulator (an unroll's) are one statement */
       const char *an = nm(&r, u), *e = acc_update(&r, u, an, in->aux);
+      int first = i;
       while (u->arg->op != OP_MAX && i + 1 < p->ninst && p->inst[i + 1].kind == LK_ACCUM && p->inst[i + 1].u == u)
         e = acc_update(&r, u, e, p->inst[++i].aux);   /* (MAX names its accumulator twice) */
+      if (i > first) {   /* an unroll's values: the update as tinygrad's sym leaves it, where that differs */
+        const char *t = acc_update_sym(&r, u, an, i - first + 1, p->inst + first);
+        if (t && !*t) break;
+        if (t) e = t;
+      }
       if (fp16_lazy(&r, u->dtype)) e = round16(&r, u->dtype, e);
       sb_indent(&b, d);
       sb_printf(&b, "%s = %s;\n", an, e);

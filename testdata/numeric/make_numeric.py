@@ -195,3 +195,16 @@ vn = (xn - mn).square().mean((0, 2, 3), keepdim=True)
 bnl = ((xn - mn) * (vn + 1e-5).rsqrt() * gn.reshape(1, 8, 1, 1) + bn.reshape(1, 8, 1, 1)).silu().sum()
 bnl.backward()
 case("reduce_frames", [xr3.std((0, 2)), xr3.var(1), xr3.mean((0, 2)), bnl, xn.grad, gn.grad, bn.grad])
+
+# unrolled_update: an unrolled sum's update acc+(a+c)+(b+c)... goes through tinygrad's devectorize
+# sym like any value: the constants move last and fold, and the values are added in reverse order
+# around the accumulator (b+a+acc+2c, which C adds left to right); and a value x*c keeps its x whole
+# when the c leaves the sum (layernorm's affine backward sums s*(1-s)*((x-m)*r))
+rv = np.random.default_rng(43)
+xv = Tensor(rv.standard_normal((60, 48), dtype=np.float32)).realize()
+xw = Tensor(rv.standard_normal((6, 10, 48), dtype=np.float32)).requires_grad_()
+lw, lb = Tensor(rv.standard_normal(48, dtype=np.float32)).requires_grad_(), Tensor(rv.standard_normal(48, dtype=np.float32)).requires_grad_()
+lt = (xw.layernorm() * lw + lb).tanh().sum()
+lt.backward()
+case("unrolled_update", [(xv * 2 - 1).sum(1), (xv.exp() - 1).sum(1), (xv + 1).sum(), (xv.exp() * 2 - 1).sum(), xv.tanh().sum(1),
+                         lt, xw.grad, lw.grad, lb.grad])
