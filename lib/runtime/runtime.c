@@ -47,6 +47,27 @@ static bool is_clang(const char *cc) {
   return strstr(b ? b + 1 : cc, "clang") != NULL;
 }
 
+/* clang on $PATH, without an arena (callable outside a compile context) */
+static bool clang_on_path(void) {
+  const char *path = getenv("PATH");
+  for (const char *p = path ? path : ""; *p;) {
+    const char *e = strchr(p, ':');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char buf[4096];
+    if (n && n < sizeof buf - 8) {
+      snprintf(buf, sizeof buf, "%.*s/clang", (int)n, p);
+      if (access(buf, X_OK) == 0) return true;
+    }
+    p += n + (e != NULL);
+  }
+  return false;
+}
+bool rt_tinygrad_bits(void) {
+  const char *cc = getenv("TGC_CC");
+  bool clang = cc && *cc ? is_clang(cc) : clang_on_path();
+  return clang && rt_cpu_lanes() >= 8;
+}
+
 Runtime *rt_new(const Graph *g) {
   Arena *a = ga();
   Runtime *rt = arena_alloc(a, sizeof *rt);

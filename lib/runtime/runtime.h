@@ -49,6 +49,10 @@ void rt_compile_many(Runtime *rt, int n, const Program *const *ps, RtKernel **ou
 /* floats per vector register of this CPU, the width kernels compiled with -march=native use (16
  * with AVX-512, 8 with AVX2 and FMA, else 4): KOptCfg.cpu_lanes for kernels run here */
 int rt_cpu_lanes(void);
+/* whether CPU kernels here give tinygrad's CPU values bit for bit: compiled by clang (as tinygrad's
+ * backend, contracting a*b+c into FMAs within an expression; gcc's contraction differs) on a CPU
+ * with FMA, as the corpus was recorded. Elsewhere they match to rounding. */
+bool rt_tinygrad_bits(void);
 /* the host buffer for a BUFFER uop (shard -1 for single-device), allocated zeroed (or filled from
  * the graph's data) on first use */
 RtBuf *rt_buffer(Runtime *rt, UOp *buf, int shard);
