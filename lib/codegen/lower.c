@@ -1156,6 +1156,7 @@ static bool is_load(UOp *u) { return u->op == OP_LOAD || (u->op == OP_VIEW && u-
 
 /* what the GPU heuristic reads of the reduces (Kernel.reduceop is the first REDUCE_AXIS in toposort),
  * and what tgc's CPU step reads of the kernel's ops */
+static bool is_transcendental(Op op) { return op == OP_EXP2 || op == OP_LOG2 || op == OP_SIN || op == OP_POW; }
 static void reduce_facts(LCtx *c, UList topo, KAxes *k) {
   k->red_itemsize = 0; k->parallel_reduces = false; k->mv0 = k->mv1 = -1; k->transcendental = false; k->red_fsum = false;
   k->has_vars = false;
@@ -1166,15 +1167,14 @@ static void reduce_facts(LCtx *c, UList topo, KAxes *k) {
   for (int i = 0; i < topo.n; i++) {
     UOp *u = topo.v[i];
     Op op = (Op)u->op;
-    k->transcendental |= op == OP_EXP2 || op == OP_LOG2 || op == OP_SIN || op == OP_POW;
+    k->transcendental |= is_transcendental(op);
     k->has_vars |= op == OP_DEFINE_VAR;
     if (op == OP_REDUCE_AXIS) {
       vec_push(&reds, u);
       all_sums &= u->arg->items[0]->op == OP_ADD;
       UOp *s = u->src[0];
       while (s->op == OP_VIEW && s->nsrc) s = s->src[0];
-      Op so = (Op)s->op;
-      k->sums_of_transcendentals &= so == OP_EXP2 || so == OP_LOG2 || so == OP_SIN || so == OP_POW;
+      k->sums_of_transcendentals &= is_transcendental((Op)s->op);
     }
   }
   /* can_pad(r, {}) for every reduce r, in one walk: sums of ops that keep zeros zero */

@@ -434,11 +434,16 @@ bool driver_close_tol(const DType *dt, const void *got, const void *want, size_t
   return false;
 }
 
+/* the run's output an expect file's output i names (its index, else its place) */
+static const DriverOut *out_for(const DriverRun *r, const Expect *x, int i) {
+  int k = x->outputs[i].index;
+  return &r->outs[k >= 0 && k < r->noutputs ? k : i];
+}
 bool driver_same_bits(const DriverRun *r, const Expect *x) {
   if (r->noutputs != x->noutputs) return false;
   for (int i = 0; i < x->noutputs; i++) {
     const ExpectOut *e = &x->outputs[i];
-    const DriverOut *o = &r->outs[e->index >= 0 && e->index < r->noutputs ? e->index : i];
+    const DriverOut *o = out_for(r, x, i);
     if (o->nbytes != e->nbytes || (o->nbytes && memcmp(o->data, e->bytes, o->nbytes) != 0)) return false;
   }
   return true;
@@ -447,7 +452,7 @@ bool driver_compare(const DriverRun *r, const Expect *x, char *why, size_t wn) {
   if (r->noutputs != x->noutputs) { snprintf(why, wn, "%d outputs, the expect file has %d", r->noutputs, x->noutputs); return false; }
   for (int i = 0; i < x->noutputs; i++) {
     const ExpectOut *e = &x->outputs[i];
-    const DriverOut *o = &r->outs[e->index >= 0 && e->index < r->noutputs ? e->index : i];
+    const DriverOut *o = out_for(r, x, i);
     if (o->dtype->scalar != e->dtype->scalar) { snprintf(why, wn, "output %d: dtype %s, want %s", i, dt_repr(ga(), o->dtype), dt_repr(ga(), e->dtype)); return false; }
     if (o->nbytes != e->nbytes) { snprintf(why, wn, "output %d: %zu bytes, want %zu", i, o->nbytes, e->nbytes); return false; }
     char w[400] = "";

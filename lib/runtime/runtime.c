@@ -31,13 +31,17 @@ static void mkdirs(const char *path) {
   mkdir(buf, 0755);
 }
 
-static bool on_path(Arena *a, const char *prog) {
+/* prog on $PATH (no arena: the scoreboard's own process asks outside a compile context) */
+static bool on_path(const char *prog) {
   const char *path = getenv("PATH");
-  if (!path) return false;
-  for (const char *p = path; *p;) {
+  for (const char *p = path ? path : ""; *p;) {
     const char *e = strchr(p, ':');
     size_t n = e ? (size_t)(e - p) : strlen(p);
-    if (n && access(arena_printf(a, "%.*s/%s", (int)n, p, prog), X_OK) == 0) return true;
+    char buf[4096];
+    if (n && n + strlen(prog) + 2 <= sizeof buf) {
+      snprintf(buf, sizeof buf, "%.*s/%s", (int)n, p, prog);
+      if (access(buf, X_OK) == 0) return true;
+    }
     p += n + (e != NULL);
   }
   return false;
@@ -47,24 +51,9 @@ static bool is_clang(const char *cc) {
   return strstr(b ? b + 1 : cc, "clang") != NULL;
 }
 
-/* clang on $PATH, without an arena (callable outside a compile context) */
-static bool clang_on_path(void) {
-  const char *path = getenv("PATH");
-  for (const char *p = path ? path : ""; *p;) {
-    const char *e = strchr(p, ':');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    char buf[4096];
-    if (n && n < sizeof buf - 8) {
-      snprintf(buf, sizeof buf, "%.*s/clang", (int)n, p);
-      if (access(buf, X_OK) == 0) return true;
-    }
-    p += n + (e != NULL);
-  }
-  return false;
-}
 bool rt_tinygrad_bits(void) {
   const char *cc = getenv("TGC_CC");
-  bool clang = cc && *cc ? is_clang(cc) : clang_on_path();
+  bool clang = cc && *cc ? is_clang(cc) : on_path("clang");
   return clang && rt_cpu_lanes() >= 8;
 }
 
@@ -82,7 +71,7 @@ Runtime *rt_new(const Graph *g) {
   rt->cache_dir = x && *x ? arena_printf(a, "%s/tgc", x) : arena_printf(a, "%s/.cache/tgc", h && *h ? h : "/tmp");
   const char *cc = getenv("TGC_CC");
   rt->cc_auto = !(cc && *cc);
-  rt->cc = !rt->cc_auto ? cc : on_path(a, "clang") ? "clang" : "cc";
+  rt->cc = !rt->cc_auto ? cc : on_path("clang") ? "clang" : "cc";
   rt->threads = 1;
   return rt;
 }
