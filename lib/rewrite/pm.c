@@ -563,6 +563,7 @@ static UOp *cached_rewrite(RCtx *r, int k, const PM *pm, UOp *x) {
 static void rctx_init(RCtx *r, const PM *pm, const PM *bpm, void *ctx) {
   memset(r, 0, offsetof(RCtx, q0));
   r->pm = pm; r->bpm = bpm; r->ctx = ctx; r->memo = -1;
+  r->subst = bpm && bpm == pm_substitute ? ctx : NULL;
   r->q = r->q0; r->cap = sizeof r->q0 / sizeof r->q0[0];
   for (int k = 0; k < 3; k++) umap_init(&r->fb[k], &uctx->scratch);
   r->both = pm && bpm;
@@ -847,7 +848,6 @@ UOp *uop_substitute(UOp *root, const UMap *dvars) {
     RCtx r;
     NRJump *saved = nr_top;
     rctx_init(&r, NULL, pm_substitute, &d);
-    r.subst = &d;
     /* A node that is no key and reaches none rewrites to itself (the rule only maps keys): it is
      * entered as its own result before the rewrite starts, which then never visits its graph.
      * That visit could only matter through tinygrad's bound on its stack: a graph of root and the
