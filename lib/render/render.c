@@ -1029,14 +1029,16 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
       break;
     }
     case LK_ACCUM: {   /* consecutive ADD/MUL updates of one accumulator (an unroll's) are one statement */
-      const char *an = nm(&r, u), *e = acc_update(&r, u, an, in->aux);
+      const char *an = nm(&r, u), *e = NULL;
       int first = i;
-      while (u->arg->op != OP_MAX && i + 1 < p->ninst && p->inst[i + 1].kind == LK_ACCUM && p->inst[i + 1].u == u)
-        e = acc_update(&r, u, e, p->inst[++i].aux);   /* (MAX names its accumulator twice) */
-      if (i > first) {   /* an unroll's values: the update as tinygrad's sym leaves it, where that differs */
-        const char *t = acc_update_sym(&r, u, an, i - first + 1, p->inst + first);
-        if (t && !*t) break;
-        if (t) e = t;
+      while (u->arg->op != OP_MAX && i + 1 < p->ninst && p->inst[i + 1].kind == LK_ACCUM && p->inst[i + 1].u == u) i++;
+      /* an unroll's values (MAX names its accumulator twice and stays one update each): the update
+       * as tinygrad's sym leaves it where that differs, else acc op v0 op v1 ... */
+      if (i > first) e = acc_update_sym(&r, u, an, i - first + 1, p->inst + first);
+      if (e && !*e) break;
+      if (!e) {
+        e = an;
+        for (int k = first; k <= i; k++) e = acc_update(&r, u, e, p->inst[k].aux);
       }
       if (fp16_lazy(&r, u->dtype)) e = round16(&r, u->dtype, e);
       sb_indent(&b, d);
