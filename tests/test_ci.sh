@@ -107,10 +107,12 @@ M=$ORACLE/numeric/numeric.matmul.59608b.graph.json
 for d in c1 c2; do "$TGC" compile "$M" -t c -o "$tmp/$d" 2>/dev/null || bad "compile $d failed"; done
 if diff -r "$tmp/c1" "$tmp/c2" >/dev/null; then ok; else bad "compile output differs across runs"; fi
 
-# compile: kernel files carry a content hash, DIR/MANIFEST lists every file with its sha256
-ls "$tmp/c1" | grep -q '^r_64_48_96\.[0-9a-f]\{6\}\.c$' && ok || bad "kernel file name has no content hash: $(ls "$tmp/c1" | tr '\n' ' ')"
-contains "$tmp/c1/schedule.json" '"source":"r_64_48_96.' "schedule.json names the hashed source"
-contains "$tmp/c1/Makefile.inc" '$(TGC_MODEL_DIR)r_64_48_96.' "Makefile.inc names the hashed source"
+# compile: kernel files carry a content hash, DIR/MANIFEST lists every file with its sha256; the
+# name is tinygrad's after its opts (the 64x96 @ 96x48 matmul r_64_48_96 under UPCAST:1:3,
+# UPCAST:0:4,UNROLL:0:4 on the CPU, with LOCAL:0:8,LOCAL:1:16 after them on OpenCL)
+ls "$tmp/c1" | grep -q '^r_16_16_3_4_24_4\.[0-9a-f]\{6\}\.c$' && ok || bad "kernel file name has no content hash: $(ls "$tmp/c1" | tr '\n' ' ')"
+contains "$tmp/c1/schedule.json" '"source":"r_16_16_3_4_24_4.' "schedule.json names the hashed source"
+contains "$tmp/c1/Makefile.inc" '$(TGC_MODEL_DIR)r_16_16_3_4_24_4.' "Makefile.inc names the hashed source"
 contains "$tmp/c1/MANIFEST" "  model.c" "MANIFEST lists model.c"
 if command -v sha256sum >/dev/null 2>&1; then
   if (cd "$tmp/c1" && sha256sum -c --quiet MANIFEST >/dev/null 2>&1); then ok; else bad "sha256sum -c MANIFEST failed"; fi
@@ -122,7 +124,7 @@ for tg in opencl cuda; do
   for d in 1 2; do "$TGC" compile "$M" -t $tg -o "$tmp/$tg$d" 2>/dev/null || bad "compile -t $tg failed"; done
   if diff -r "$tmp/${tg}1" "$tmp/${tg}2" >/dev/null; then ok; else bad "compile -t $tg output differs across runs"; fi
   ext=$([ $tg = opencl ] && echo cl || echo cu)
-  ls "$tmp/${tg}1" | grep -q "^r_64_48_96\.[0-9a-f]\{6\}\.$ext\$" && ok || bad "-t $tg kernel file name has no content hash: $(ls "$tmp/${tg}1" | tr '\n' ' ')"
+  ls "$tmp/${tg}1" | grep -q "^r_2_8_16_3_4_24_4\.[0-9a-f]\{6\}\.$ext\$" && ok || bad "-t $tg kernel file name has no content hash: $(ls "$tmp/${tg}1" | tr '\n' ' ')"
   contains "$tmp/${tg}1/MANIFEST" "  host.c" "-t $tg MANIFEST lists host.c"
   if command -v sha256sum >/dev/null 2>&1; then
     if (cd "$tmp/${tg}1" && sha256sum -c --quiet MANIFEST >/dev/null 2>&1); then ok; else bad "-t $tg: sha256sum -c MANIFEST failed"; fi

@@ -11,9 +11,11 @@ OpenCLRenderer() is made without a device (no OpenCL runtime is needed) and has 
 the heuristic is the whole story there; CUDA's renderer would try tensor cores first (tgc has none).
 
 One line per compute kernel, in schedule order: the graph's file name, the kernel's index among the
-schedule's SINK kernels (each KERNEL once, as the expect files list them), tinygrad's kernel name without opts, and the opts as OP:AXIS:ARG joined by
-',' (ARG 0 for a whole axis; '-' for none). The heuristic runs inside tinygrad's own get_program
-pipeline (the AST after its view rewrites), stopped right after the heuristic returns.
+schedule's SINK kernels (each KERNEL once, as the expect files list them), tinygrad's kernel name without opts, the opts as OP:AXIS:ARG joined by
+',' (ARG 0 for a whole axis; '-' for none), and the name tinygrad gives the kernel with those opts
+(its Kernel.name after apply_opts, as DEBUG=2 prints it, without colors and without the n1, n2...
+a process's repeated names get). The heuristic runs inside tinygrad's own get_program pipeline (the
+AST after its view rewrites), stopped right after the heuristic returns.
 """
 import os, pathlib, re, sys
 os.environ.setdefault("CPU", "1")
@@ -27,12 +29,17 @@ def main(argv):
   from tinygrad.engine.realize import get_program
   from tinygrad.device import Device
   from tinygrad.uop.ops import Ops
+  from tinygrad.codegen.opt.kernel import Kernel
   got = {}
+  def plain(name:str) -> str: return re.sub(r"\x1b\[[0-9;]*m", "", name)
   real = O.hand_coded_optimizations
   def spy(k):
     r = real(k)
-    got["name"] = re.sub(r"\x1b\[[0-9;]*m", "", k.name)
+    Kernel.kernel_cnt.clear()
+    got["name"] = plain(k.name)
     got["opts"] = ",".join(f"{o.op.name}:{o.axis}:{o.arg if o.arg is not None else 0}" for o in r) or "-"
+    Kernel.kernel_cnt.clear()
+    got["named"] = plain(k.copy().apply_opts(r).name)
     raise _Stop()
   O.hand_coded_optimizations = spy
   if argv[:1] == ["--renderer"] and len(argv) > 1:
@@ -59,8 +66,8 @@ def main(argv):
       got.clear()
       try: get_program(ast, renderer)
       except _Stop: pass
-      except Exception as e: got = {"name": "?", "opts": f"error {type(e).__name__}"}
-      if got: print(f"{pathlib.Path(path).name}\t{idx}\t{got['name']}\t{got['opts']}", flush=True)
+      except Exception as e: got = {"name": "?", "opts": f"error {type(e).__name__}", "named": "?"}
+      if got: print(f"{pathlib.Path(path).name}\t{idx}\t{got['name']}\t{got['opts']}\t{got['named']}", flush=True)
       idx += 1
   return 0
 

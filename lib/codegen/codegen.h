@@ -9,7 +9,7 @@
  *              gated INDEXes; the result is a graph of LOAD(INDEX), REDUCE(val, ranges...), STORE.
  *   linearize  values are placed in the outermost loop whose RANGEs they use; a REDUCE becomes an
  *              accumulator, its loops, and an update; stores that share output loops share them.
- * The kernel name is tinygrad's Kernel.name without opts (E_/r_ plus the merged loop sizes).
+ * The kernel name is tinygrad's Kernel.name: E_/r_ plus the loop sizes after its opts.
  *
  * Opts (opt.c): tinygrad's UPCAST, UNROLL, LOCAL, GROUP, GROUPTOP, NOLOCALS, SWAP and PADTO
  * (codegen/opt/kernel.py) on the merged axes the name is made of, chosen by its
@@ -76,7 +76,9 @@ const char *kopt_format(Arena *a, int n, const KOpt *v);
 
 typedef struct KParam { UOp *u; bool written; } KParam;  /* a DEFINE_GLOBAL or DEFINE_VAR */
 typedef struct Program {
-  const char *name;               /* "r_16_40", deduplicated with "n1", "n2"... like Kernel.kernel_cnt */
+  const char *name;               /* tinygrad's name: the full shape after its opts, "r_16_10_4" for r_16_40
+                                   * under UNROLL:0:4, deduplicated with "n1", "n2"... like Kernel.kernel_cnt */
+  const char *base_name;          /* the name without opts (the merged axes: "r_16_40"), not deduplicated */
   const char *fname;              /* the C identifier: to_function_name(name), "r_28start_pos2B129_32" */
   int nglobals; KParam *globals;  /* DEFINE_GLOBALs in arg order (slot i is data{i}) */
   int nvars; UOp **vars;          /* DEFINE_VARs sorted by name (the int params after the buffers) */
@@ -107,7 +109,8 @@ UOp *lower_simplify(UOp *sink);
  * the decompositions again (the renderer prints it) */
 UOp *lower_acc_update(Op op, UOp *acc, int n, UOp *const *vals);
 
-/* the name tinygrad gives ast (a SINK), before dedup: "E_10", "r_16_40", "E2_4" for two stores */
+/* ast's (a SINK) name without opts, before dedup: "E_10", "r_16_40", "E2_4" for two stores (what a
+ * search of its opts starts from) */
 const char *lower_kernel_name(UOp *ast);
 /* lower and linearize one kernel AST; names is optional (NULL: no dedup). Fails TG_EINPUT on an AST
  * it cannot lower (naming the op). */

@@ -1286,16 +1286,24 @@ static void kernel_axes(LCtx *c, UList topo, KAxes *k) {
   reduce_facts(c, topo, k);
 }
 
-/* Kernel.name: "r" with a reduce else "E", the store count when > 1, and the merged full shape */
-static const char *kernel_name(LCtx *c, UOp *ast, bool has_reduce, const KAxes *k) {
+/* Kernel.name: "r" with a reduce else "E", the store count when > 1, and the kernel's full shape
+ * after its opts (tinygrad names a kernel in get_optimized_ast, once hand_coded_optimizations or
+ * the given opts have split its axes: r_16_32_3_4_12_4 for r_64_96_48 under UPCAST:1:3,
+ * UPCAST:0:4,UNROLL:0:4); n = 0: the merged axes themselves */
+static const char *kernel_name(LCtx *c, UOp *ast, bool has_reduce, const KAxes *k, const KTarget *tg, int n, const KOpt *opts) {
+  KPieces pc = {0};
+  char why[256];
+  if (n && !kopt_pieces(c->a, k, tg, n, opts, &pc, why, sizeof why)) pc.v = NULL;
   char buf[1024];
-  int n = snprintf(buf, sizeof buf, "%s", has_reduce ? "r" : "E");
-  if (ast->nsrc > 1) n += snprintf(buf + n, sizeof buf - (size_t)n, "%d", ast->nsrc);
-  n += snprintf(buf + n, sizeof buf - (size_t)n, "_");
-  for (int i = 0; i < k->n && n < (int)sizeof buf - 32; i++) {
-    Sint d = k->size[i];
-    if (si_is_int(d)) n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%lld", i ? "_" : "", (long long)d.c);
-    else n += snprintf(buf + n, sizeof buf - (size_t)n, "%s%s", i ? "_" : "", u_render(c->a, d.u));
+  int len = snprintf(buf, sizeof buf, "%s", has_reduce ? "r" : "E");
+  if (ast->nsrc > 1) len += snprintf(buf + len, sizeof buf - (size_t)len, "%d", ast->nsrc);
+  len += snprintf(buf + len, sizeof buf - (size_t)len, "_");
+  int nax = pc.v ? pc.n : k->n;
+  for (int i = 0; i < nax && len < (int)sizeof buf - 32; i++) {
+    /* a symbolic axis is never split (an opt's amount must divide an int size): the merged axis' size */
+    Sint d = pc.v ? (pc.v[i].size >= 0 ? (Sint){pc.v[i].size, NULL} : k->size[pc.v[i].m]) : k->size[i];
+    if (si_is_int(d)) len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%lld", i ? "_" : "", (long long)d.c);
+    else len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%s", i ? "_" : "", u_render(c->a, d.u));
   }
   return arena_strdup(c->a, buf);
 }
@@ -1418,9 +1426,12 @@ static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *f
 static bool thread_opt(const KOpt *o) { return o->op == KOPT_LOCAL || o->op == KOPT_GROUP || o->op == KOPT_GROUPTOP || o->op == KOPT_SWAP; }
 
 /* the opts for this kernel (the heuristic's or the user's), as factors on c's axes or (opts with
- * thread indices) as pieces; n = 0: none */
-static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, const KTarget *tg, KOpt *opts, int **fac, int **grp, int **ford, KPieces *pc) {
+ * thread indices) as pieces; n = 0: none. *ntg gets how many of them are tinygrad's (the CPU step
+ * can drop some and adds its own after them: tgopts has tinygrad's list then) */
+static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, const KTarget *tg, KOpt *opts, int **fac, int **grp, int **ford, KPieces *pc,
+                       KOpt *tgopts, int *ntg) {
   pc->v = NULL;
+  *ntg = 0;
   if (cfg->mode == KOPT_NONE) return 0;
   /* stores of another shape than the output's, or more than one: keep tinygrad's NOOPT loops */
   for (int i = 0; i + 1 < ast->nsrc; i++) {
@@ -1432,6 +1443,8 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, co
   if (cfg->mode == KOPT_LIST) { n = cfg->n; memcpy(opts, cfg->v, sizeof(KOpt) * (size_t)n); }
   else n = kopt_heuristic(c->a, k, tg, opts);
   nheur = n;
+  memcpy(tgopts, opts, sizeof(KOpt) * (size_t)n);
+  *ntg = n;
   if (cfg->mode == KOPT_HEURISTIC && cfg->cpu_lanes) n = kopt_cpu_step(c->a, k, tg, cfg->cpu_lanes, n, opts);
   if (getenv("TGC_DEBUG_OPTS")) fprintf(stderr, "opts: %s (tgc's CPU step: %+d)\n", kopt_format(c->a, n, opts), n - nheur);
   if (!n) return 0;
@@ -1441,6 +1454,7 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, co
   if (threads) {
     if (!kopt_pieces(c->a, k, tg, n, opts, pc, why, sizeof why)) {
       if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
+      *ntg = 0;
       return 0;
     }
     return n;
@@ -1449,9 +1463,14 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, co
   *grp = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
   *ford = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
   bool ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, *ford, why, sizeof why);
-  if (!ok && n > nheur) { n = nheur; ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, *ford, why, sizeof why); } /* the CPU step's added opts fail: the heuristic's alone */
+  if (!ok && n > nheur) {   /* the CPU step's added opts fail: the heuristic's alone */
+    n = nheur;
+    memcpy(opts, tgopts, sizeof(KOpt) * (size_t)n);
+    ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, *ford, why, sizeof why);
+  }
   if (!ok) {
     if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
+    *ntg = 0;
     return 0;
   }
   return n;
@@ -1537,10 +1556,9 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
   bool has_reduce = c.reds.n > 0;
   KAxes kx;
   kernel_axes(&c, topo, &kx);
-  const char *nm = kernel_name(&c, ast, has_reduce, &kx);
-  KOpt opts[KOPT_MAX];
+  KOpt opts[KOPT_MAX], tgopts[KOPT_MAX];
   KPieces pc;
-  int *fac = NULL, *grp = NULL, *ford = NULL, nopt = choose_opts(&c, ast, &kx, cfg, tg, opts, &fac, &grp, &ford, &pc);
+  int ntg, *fac = NULL, *grp = NULL, *ford = NULL, nopt = choose_opts(&c, ast, &kx, cfg, tg, opts, &fac, &grp, &ford, &pc, tgopts, &ntg);
   bool threads = false;
   /* PADTO: the opts lower the padded kernel */
   int64_t *fto = nopt ? arena_alloc(a, sizeof(int64_t) * (size_t)(kx.nf + 1)) : NULL;
@@ -1562,6 +1580,8 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
       grp = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
       ford = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
       nopt = m && kopt_factors(a, &kx, tg, m, opts, fac, grp, ford, why, sizeof why) ? m : 0;
+      memcpy(tgopts, opts, sizeof(KOpt) * (size_t)nopt);
+      ntg = nopt;
       pc.v = NULL;
       if (nopt) l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, ford, fto, &kx, NULL, tg, &nst2, &stores2);
     }
@@ -1573,6 +1593,10 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
     }
     else nopt = 0;   /* the heuristic's opts do not lower here: the kernel keeps its NOOPT loops */
   }
+  if (!nopt) ntg = 0;
+  /* named after tinygrad's opts the kernel got (not tgc's CPU step: the same kernel keeps its name
+   * under run -d cpu and compile -t c) */
+  const char *nm = kernel_name(&c, ast, has_reduce, &kx, tg, ntg, tgopts), *base = ntg ? kernel_name(&c, ast, has_reduce, &kx, tg, 0, NULL) : nm;
 
   /* tinygrad's sym and pm_reduce on the lowered kernel: values simplified, REDUCEs that need no
    * loop folded */
@@ -1688,8 +1712,12 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
     *slot = (void *)(cnt + 1);
   }
   pg->name = nm;
+  pg->base_name = base;
   pg->fname = lower_function_name(a, nm);
   return pg;
 }
 
-const char *lower_kernel_name(UOp *ast) { return lower_kernel(ast, NULL)->name; }
+const char *lower_kernel_name(UOp *ast) {
+  static const KOptCfg noopt = {KOPT_NONE, 0, {{0}}, 0};
+  return lower_kernel_with(ast, NULL, &noopt)->base_name;
+}
