@@ -188,6 +188,15 @@ for case in "matmul_odd.27e7dc PADTO:2:32" "matmul_odd.27e7dc PADTO:1:32,UPCAST:
 done
 expect 3 "run --opts PADTO of a MAX" "$TGC" run "$ORACLE/numeric/numeric.softmax.8bdd2a.graph.json" -d cpu -o "$tmp/rpad" --opts PADTO:1:32
 contains "$tmp/err" "cannot pad a reduce" "PADTO of a MAX reduce says why"
+# values that opts change in tinygrad too (testdata/opts/*.expect.json: tools/tgc_graph.py oracle
+# --opts): an axis unrolled twice adds the second UNROLL's lanes fastest, a PADTO masks the constants
+# it pads; both differ from the values without opts by more than --expect's tolerance
+for case in "double_reduce_split unroll_twice UNROLL:0:4,UNROLL:0:4" "sub_grouping padto PADTO:0:8"; do
+  set -- $case
+  P=testdata/numeric/$1.graph.json
+  expect 0 "run --opts $3 ($1): tinygrad's values under them" "$TGC" run "$P" -d cpu -o "$tmp/ropt" --opts "$3" --expect "testdata/opts/$1.$2.expect.json"
+  expect 1 "run --opts $3 ($1): not the values without opts" "$TGC" run "$P" -d cpu -o "$tmp/ropt" --opts "$3" --expect "${P%.graph.json}.expect.json"
+done
 # an output that is a broadcast CONST (no kernel, no buffer) is still written, with its shape
 K=$(ls "$ORACLE"/schedule/test_ops.TestOps_test_add.3.*.graph.json | head -1)
 expect 0 "run a constant output" "$TGC" run "$K" -d cpu -o "$tmp/k"

@@ -563,6 +563,8 @@ static int heuristic_agreement(const char *tsv, const KTarget *t, int *lines_out
     }
     const char *got = idx < n ? kopt_format(ga(), ps[idx]->nopts, ps[idx]->opts) : "(no kernel)";
     if (!*got) got = "-";
+    if (idx < n && !same_kernel_name(ps[idx]->base_name, name) && getenv("TGC_NAMES_DIFF"))
+      fprintf(stderr, "axes differ (%s): %s kernel %d: tgc %s, tinygrad %s\n", t->name, file, idx, ps[idx]->base_name, name);
     if (idx < n && same_kernel_name(ps[idx]->base_name, name)) {
       ++*same;
       *same_good += !strcmp(got, want);
@@ -585,12 +587,15 @@ Test(codegen, heuristic_matches_tinygrad, .timeout = 600) {
   cr_expect_gt(lines, 100);
   /* a kernel with tinygrad's merged axes and opts has its name too (r_16_32_3_4_12_4) */
   cr_expect_eq(nb, 0, "%d of %d kernels with tinygrad's axes and opts are not named as tinygrad names them", nb, sg);
-  /* known differences (0.99% at the time of writing, 2.3% before kernels with a reduce under a
-   * reduce got tinygrad's view_right): kernels of several reduces over one axis with different
-   * sizes (tinygrad's per-ShapeTracker shape check refuses the UNROLL), and buffers whose composed
-   * ShapeTracker's views[-1].strides differ from the index's coefficients tgc reads */
+  /* known differences (0.79% at the time of writing; 2.3% before kernels with a reduce under a
+   * reduce got tinygrad's view_right, 0.99% before the full shape took the largest of a kernel's
+   * reduce sizes on an axis and a view's index into its source lost the outermost modulo):
+   * buffers whose composed ShapeTracker's strides or mask differ from the index's coefficients and
+   * valid tgc reads (the heuristic's reuse and masked-axis upcasts then pick other axes), and
+   * kernels tinygrad runs in a reduce's frame where tgc keeps the store's (a reduce under a reshape:
+   * r_4_2_8 for r_8_8) */
   fprintf(stderr, "heuristic: %d of %d kernels get tinygrad's opts (%.2f%%)\n", lines - bad, lines, 100.0 * (lines - bad) / lines);
-  cr_expect_geq((lines - bad) * 1000L, lines * 988L, "%d of %d kernels differ from tinygrad's opts (bar 98.8%% agree)", bad, lines);
+  cr_expect_geq((lines - bad) * 1000L, lines * 991L, "%d of %d kernels differ from tinygrad's opts (bar 99.1%% agree)", bad, lines);
 }
 
 /* the same on a GPU target: tinygrad's OpenCLRenderer (locals and shared memory, no tensor cores;
@@ -602,19 +607,17 @@ Test(codegen, heuristic_matches_tinygrad_opencl, .timeout = 600) {
   cr_expect_gt(lines, 100);
   cr_expect_eq(nb, 0, "%d of %d kernels with tinygrad's axes and OpenCL opts are not named as tinygrad names them", nb, sg);
   cr_expect_gt(sn, lines * 9 / 10);
-  /* known differences (1.2% at the time of writing, 0.5% of the kernels tgc names as tinygrad
-   * does): the CPU model's above (their UPCAST/UNROLL choice differs on both
-   * renderers, and what follows them too), kernels whose axes tgc merges differently and on which
-   * the CPU opts agree by chance (E_16_3_3_3 for tinygrad's E_16_27: a masked random-init buffer
-   * whose valid tinygrad's view composition leaves on one axis, so the LOCAL ranking sees other
-   * axes), and a grouped reduce sharing a merged axis with another reduce (r_1024: tgc cannot
+  /* known differences (0.77% at the time of writing, 0.5% of the kernels tgc names as tinygrad
+   * does): the CPU model's above (their UPCAST/UNROLL choice differs on both renderers, and what
+   * follows them too), kernels whose axes tgc merges differently and on which the CPU opts agree
+   * by chance, and a grouped reduce sharing a merged axis with another reduce (r_1024: tgc cannot
    * lower its GROUPTOP and keeps its loops) */
   fprintf(stderr, "GPU heuristic: %d of %d kernels get tinygrad's opts (%.2f%%); %d of the %d kernels tgc names as tinygrad does (%.2f%%)\n",
           lines - bad, lines, 100.0 * (lines - bad) / lines, sg, sn, 100.0 * sg / sn);
-  /* the heuristic on the kernels it sees as tinygrad does: the CPU test's bar; over every kernel, what
-   * the CPU model's differences above leave (98.78% at the time of writing) */
-  cr_expect_geq(sg * 1000L, sn * 988L, "%d of %d same-named kernels differ from tinygrad's OpenCL opts (bar 98.8%% agree)", sn - sg, sn);
-  cr_expect_geq((lines - bad) * 1000L, lines * 985L, "%d of %d kernels differ from tinygrad's OpenCL opts (bar 98.5%% agree)", bad, lines);
+  /* the heuristic on the kernels it sees as tinygrad does, and over every kernel: what the CPU
+   * model's differences above leave (99.47% and 99.23% at the time of writing) */
+  cr_expect_geq(sg * 1000L, sn * 991L, "%d of %d same-named kernels differ from tinygrad's OpenCL opts (bar 99.1%% agree)", sn - sg, sn);
+  cr_expect_geq((lines - bad) * 1000L, lines * 990L, "%d of %d kernels differ from tinygrad's OpenCL opts (bar 99.0%% agree)", bad, lines);
 }
 
 /* numpy: float32 -> float16 bits */

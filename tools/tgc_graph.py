@@ -12,7 +12,7 @@ emitted as earlier rows. UNIQUE args are renumbered densely in row order, as in 
   oracle(path)            what tinygrad 0.11.0 schedules for a graph file (the expect document)
   bench(path)             time tinygrad's get_kernelize_map on a graph file
 
-CLI:  tgc_graph.py oracle GRAPH [-o EXPECT.json] [--no-outputs]
+CLI:  tgc_graph.py oracle GRAPH [-o EXPECT.json] [--outputs auto|yes|no] [--opts LIST]
       tgc_graph.py bench GRAPH [--repeat N] [--cold] [--pair BUILD/bench]
       tgc_graph.py validate GRAPH... [--jobs N]     (oracle vs. the corpus expect next to GRAPH)
 
@@ -431,11 +431,31 @@ def runnable(L:Loaded) -> bool:
     if u.op is Ops.DEVICE and any(not (d in ("CPU", "NPY") or d.startswith("CPU:")) for d in ((u.arg,) if isinstance(u.arg, str) else u.arg)): return False
   return True
 
-def oracle(path:str|os.PathLike, outputs:bool|None=None) -> dict:
+@contextlib.contextmanager
+def kernel_opts(spec:str|None):
+  """With spec ("UPCAST:0:4,UNROLL:0:0", tgc's --opts syntax), every kernel tinygrad compiles gets
+  that opt list instead of hand_coded_optimizations' (what `tgc run --opts` does), so its values
+  are the ones those kernels compute: an UNROLL sums in another order, a PADTO masks constants."""
+  if not spec:
+    yield
+    return
+  import tinygrad.codegen.opt as O
+  from tinygrad.codegen.opt.kernel import Opt, OptOps
+  opts = []
+  for item in spec.split(","):
+    name, axis, amt = item.split(":")
+    opts.append(Opt(OptOps[name.upper()], int(axis), int(amt)))
+  real = O.hand_coded_optimizations
+  O.hand_coded_optimizations = lambda k: list(opts)
+  try: yield
+  finally: O.hand_coded_optimizations = real
+
+def oracle(path:str|os.PathLike, outputs:bool|None=None, opts:str|None=None) -> dict:
   """The expect document (FORMATS.md §2) for a graph file, computed by tinygrad 0.11.0. outputs:
-  None = when runnable on CPU, True = always (fails if not runnable), False = never."""
+  None = when runnable on CPU, True = always (fails if not runnable), False = never. opts: the
+  values computed with that opt list on every kernel (kernel_opts)."""
   L = load_graph(path, set_options=False)
-  with options(L.options):
+  with options(L.options), kernel_opts(opts):
     sched_sink, ks, schedule, var_vals = schedule_graph(L)
     doc: dict[str, Any] = {"format": "tgc.expect", "version": FORMAT_VERSION, "producer": PRODUCER,
                            "kernels": sum(1 for k in ks if k.arg.ast.op is Ops.SINK)}
@@ -574,6 +594,7 @@ def main(argv:list[str]|None=None) -> int:
   o = sub.add_parser("oracle", help="schedule GRAPH with tinygrad; print the kernel count, write the expect file")
   o.add_argument("graph"); o.add_argument("-o", "--output", help="expect file to write (default: none)")
   o.add_argument("--outputs", choices=("auto", "yes", "no"), default="auto", help="record computed outputs (auto: when runnable on CPU)")
+  o.add_argument("--opts", metavar="LIST", help="compute the outputs with this opt list on every kernel (tgc's --opts syntax)")
   b = sub.add_parser("bench", help="time tinygrad's get_kernelize_map on GRAPH")
   b.add_argument("graph"); b.add_argument("--repeat", type=int, default=5)
   b.add_argument("--cold", action="store_true", help="clear tinygrad's View/ShapeTracker caches before each run")
@@ -583,7 +604,7 @@ def main(argv:list[str]|None=None) -> int:
   a = ap.parse_args(argv)
   try:
     if a.cmd == "oracle":
-      doc = oracle(a.graph, outputs={"auto": None, "yes": True, "no": False}[a.outputs])
+      doc = oracle(a.graph, outputs={"auto": None, "yes": True, "no": False}[a.outputs], opts=a.opts)
       if a.output:
         tmp = a.output + ".tmp"
         pathlib.Path(tmp).write_text(_dumps(doc))

@@ -166,6 +166,12 @@ int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *t, int lanes, int n, 
  * the axis (-1: none), which orders unrolled values as tinygrad expands them (a later UNROLL's axis
  * varies fastest); false with why when an opt does not apply (tinygrad's KernelOptError) */
 bool kopt_factors(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int *fac, int *grp, int *ord, char *why, size_t wn);
+/* the splits that make an F axis' factor (or a merged group's, at its first axis), innermost
+ * first: split d has size amt[d] and weight the product of the sizes before it, and came from opt
+ * opt[d]. Two UNROLLs of one axis expand as tinygrad's do: the later one's digit varies fastest */
+typedef struct KDigits { int n; int opt[KOPT_MAX]; int64_t amt[KOPT_MAX]; } KDigits;
+/* kopt_factors' splits per F axis into dig (nf entries) */
+void kopt_digits(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, KDigits *dig);
 /* the PADTOs of opts v (which apply): per F axis its padded size into fto (0: not padded); the
  * number of F axes padded */
 int kopt_pads(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int64_t *fto);
