@@ -25,6 +25,7 @@ extern PM *pm_view_left;             /* merge_views + view_left rules */
 extern PM *pm_view_left_through_load;
 extern PM *pm_view_right;            /* merge_views + view_right rules (codegen "Main View Right") */
 extern PM *pm_fix_kernel_ops;        /* view_left_through_load + fix_kernel_ops (use with pm_view_left) */
+extern PM *pm_buffer_views;          /* view_left + view_left_through_load + fix_kernel_ops' LOAD/STORE views */
 UOp *apply_swizzle(UOp *u);          /* graph_rewrite(u, view_left) */
 UOp *swizzle_reduceop(UOp *r, UOp *src, UOp *view, bool fuse); /* NULL when no change */
 void swizzler_init(void);

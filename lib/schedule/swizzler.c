@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-PM *pm_merge_views, *pm_view_left, *pm_view_left_through_load, *pm_view_right, *pm_fix_kernel_ops;
+PM *pm_merge_views, *pm_view_left, *pm_view_left_through_load, *pm_view_right, *pm_fix_kernel_ops, *pm_buffer_views;
 
 /* ---- small helpers ---- */
 
@@ -422,6 +422,14 @@ static const Rule fix_kernel_ops[] = {
   { UP(.ops = OPS(OP_LOAD), SRC(UP(.ops = OPS(OP_VIEW), .name = "view", SRC(UVAR("glbl"))))), check_load_st },
 };
 
+/* fix_kernel_ops' VIEWs of the LOADed and STOREd buffers alone (codegen lowers a masked constant's
+ * view itself, so it keeps its VIEW, not tinygrad's VALID) */
+static const Rule buffer_views[] = {
+  { UP(.ops = OPS(OP_LOAD), SRC(UP(.ops = OPS(OP_DEFINE_GLOBAL), .name = "g"))), load_add_view },
+  { UP(.ops = OPS(OP_STORE), SRC(UP(.ops = OPS(OP_DEFINE_GLOBAL), .name = "g"), UVAR("x"))), store_add_view },
+  { UP(.ops = OPS(OP_LOAD), SRC(UP(.ops = OPS(OP_VIEW), .name = "view", SRC(UVAR("glbl"))))), check_load_st },
+};
+
 void swizzler_init(void) {
   if (pm_merge_views) return;
   pm_init();
@@ -432,5 +440,6 @@ void swizzler_init(void) {
   pm_view_left = pm_concat(2, (PM *const[]){mv, vl});
   pm_view_right = pm_concat(2, (PM *const[]){mv, vr});
   pm_fix_kernel_ops = pm_concat(2, (PM *const[]){pm_view_left_through_load, pm_new(fix_kernel_ops, RULES_N(fix_kernel_ops))});
+  pm_buffer_views = pm_concat(3, (PM *const[]){pm_view_left, pm_view_left_through_load, pm_new(buffer_views, RULES_N(buffer_views))});
   pm_merge_views = mv;
 }
