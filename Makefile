@@ -87,6 +87,8 @@ conformance: $(BUILD)/tgc $(BUILD)/conformance
 	BUILD=$(BUILD) TGC=$(BUILD)/tgc sh tests/conformance.sh $(ORACLE) $(CONFORMANCE_BARS)
 	@echo "== testdata/numeric: tgc's own numeric cases (recorded by testdata/numeric/make_numeric.py)"
 	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 --bits-bar 1.0 $(CONFORMANCE_BARS) testdata/numeric
+	@echo "== testdata/regress: random graphs that once failed (testdata/regress/README.md)"
+	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 --bits-bar 1.0 $(CONFORMANCE_BARS) testdata/regress
 
 # randcheck: differential test on graphs the corpus does not hold: tools/randgraph.py writes seeded
 # random tinygrad programs with tinygrad's own schedule (and, for the numeric set, its outputs), and

@@ -306,11 +306,28 @@ static void lower_simplify_init(void) {
 
 UOp *lower_acc_update(Op op, UOp *acc, int n, UOp *const *vals) {
   lower_simplify_init();
+  /* a value's inner reduces are accumulators by then in tinygrad (its devectorize sym meets their
+   * registers, not their sources): placeholders while the chain is rewritten, so nothing below
+   * them changes */
+  UMap hide, show;
+  umap_init(&hide, ga()); umap_init(&show, ga());
+  int nleaf = 0;
   UOp *e = acc;
-  for (int i = 0; i < n; i++) e = uop2(op, acc->dtype, e, vals[i], NULL);
+  for (int i = 0; i < n; i++) {
+    UList t = uop_toposort(vals[i], NULL, NULL);
+    for (int k = 0; k < t.n; k++) {
+      UOp *u = t.v[k];
+      if (u->op != OP_REDUCE || umap_get(&hide, u)) continue;
+      UOp *ph = uop0(OP_DEFINE_REG, u->dtype, v_str(arena_printf(ga(), "tgc.leaf%d", nleaf++)));
+      umap_put(&hide, u, ph);
+      umap_put(&show, ph, u);
+    }
+    e = uop2(op, acc->dtype, e, nleaf ? uop_substitute(vals[i], &hide) : vals[i], NULL);
+  }
   e = graph_rewrite(e, pm_undo_decomp, NULL, false, NULL);
   e = graph_rewrite(e, pm_sym, NULL, false, NULL);
-  return graph_rewrite(e, pm_decomp, NULL, false, NULL);
+  e = graph_rewrite(e, pm_decomp, NULL, false, NULL);
+  return nleaf ? uop_substitute(e, &show) : e;
 }
 
 UOp *lower_simplify(UOp *sink) {

@@ -627,12 +627,13 @@ static const char *acc_update(R *r, UOp *red, const char *acc, UOp *vu) {
 
 /* an expression the update's rewrite made, printed as the values are: a node placed already by
  * its name (or inline text), the placeholder by the accumulator's name, a new node from its
- * sources' texts */
+ * sources' texts (a WHERE too: sym folds where(c, a, 0) + where(c, b, 0) into one, of values
+ * already computed, and tinygrad prints it inline) */
 static const char *render_tree(R *r, UOp *n) {
   const char *s = map_get(&r->names, n, uop_h(n), NULL);
   if (s) return s;
   if (n->op == OP_CONST || n->op == OP_DEFINE_VAR || n->op == OP_RANGE) return nm(r, n);
-  if (!pure_value(n)) tg_fail(TG_EINTERNAL, "render: the accumulator update made a %s", op_names[n->op]);
+  if (!pure_value(n) && n->op != OP_WHERE) tg_fail(TG_EINTERNAL, "render: the accumulator update made a %s", op_names[n->op]);
   for (int k = 0; k < n->nsrc; k++) render_tree(r, n->src[k]);
   s = render_expr(r, n);
   map_put(&r->names, n, uop_h(n), (void *)s);
