@@ -197,6 +197,12 @@ for case in "double_reduce_split unroll_twice UNROLL:0:4,UNROLL:0:4" "sub_groupi
   expect 0 "run --opts $3 ($1): tinygrad's values under them" "$TGC" run "$P" -d cpu -o "$tmp/ropt" --opts "$3" --expect "testdata/opts/$1.$2.expect.json"
   expect 1 "run --opts $3 ($1): not the values without opts" "$TGC" run "$P" -d cpu -o "$tmp/ropt" --opts "$3" --expect "${P%.graph.json}.expect.json"
 done
+# a kernel tinygrad schedules but its codegen cannot build (view_right reshapes a non-contiguous
+# view to a symbolic shape of an unbound variable): tgc schedules it and refuses to compile it
+R=testdata/regress/randx_12195.graph.json
+expect 0 "schedule: a kernel tinygrad's codegen cannot build" "$TGC" check "$R" --kernels 8
+expect 3 "compile: a kernel tinygrad's codegen cannot build" "$TGC" compile "$R" -t c -o "$tmp/creg"
+contains "$tmp/err" "can't unbind a variable of a symbolic reshape" "compile says why, as tinygrad's AssertionError does"
 # an output that is a broadcast CONST (no kernel, no buffer) is still written, with its shape
 K=$(ls "$ORACLE"/schedule/test_ops.TestOps_test_add.3.*.graph.json | head -1)
 expect 0 "run a constant output" "$TGC" run "$K" -d cpu -o "$tmp/k"
