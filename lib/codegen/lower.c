@@ -41,6 +41,7 @@ typedef struct LCtx {
   PtrVec recs;           /* (idx, valid, ShapeTracker or NULL) of LOADs, STOREs and masked CONSTs */
   Map recd;              /* the nodes recorded in recs */
   PtrVec reds;           /* each REDUCE_AXIS's source shape (SList*), once per node */
+  PtrVec rednodes;       /* those REDUCE_AXIS nodes, in the same order */
   int out_rec;           /* where the last STORE's pair is in recs (it is sts[0], not a buffer again) */
   UOp *out_idx, *out_valid; /* the last STORE's: Kernel.sts[0] */
   const int *fac; int nfac; /* per full-shape axis the opts' upcast/unroll factor (NULL: no opts) */
@@ -424,7 +425,7 @@ static void prepare_reduce_threads(LCtx *c, Frame *f, UOp *u, UOp *const *idx, i
   const KPieces *pc = c->pc;
   const SList *xs = shape_of(c, u->src[0]);
   const Value *ax = u->arg->items[1];
-  { bool isnew; map_slot(&c->recd, u, uop_h(u), &isnew); if (isnew) vec_push(&c->reds, (void *)xs); }
+  { bool isnew; map_slot(&c->recd, u, uop_h(u), &isnew); if (isnew) { vec_push(&c->reds, (void *)xs); vec_push(&c->rednodes, u); } }
   int nf = c->kx->nf, nm = c->kx->n;
   UOp **base = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
   for (int k = 0; k < xs->n; k++) base[k] = k < n ? idx[k] : uop_const_int(dt_int, 0);
@@ -628,7 +629,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
      * j, and the source's values at those index vectors are folded with the reduce op */
     const SList *xs = shape_of(c, u->src[0]);
     const Value *ax = u->arg->items[1];
-    { bool isnew; map_slot(&c->recd, u, uop_h(u), &isnew); if (isnew) vec_push(&c->reds, (void *)xs); }
+    { bool isnew; map_slot(&c->recd, u, uop_h(u), &isnew); if (isnew) { vec_push(&c->reds, (void *)xs); vec_push(&c->rednodes, u); } }
     UOp **base = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
     for (int k = 0; k < xs->n; k++) base[k] = k < n ? idx[k] : uop_const_int(dt_int, 0);
     f->ranges = arena_alloc(c->a, sizeof(UOp *) * (size_t)(ax->n + 1));
@@ -1252,12 +1253,22 @@ static void kernel_axes(LCtx *c, UList topo, KAxes *k) {
   j++;
   for (int q = 0; q + 2 < c->recs.n; q += 3)
     if (q != c->out_rec) { real_strides(c, c->recs.v[q], c->recs.v[q + 1], ax[j]); raw_strides(c->recs.v[q + 2], nf, ax[j]); j++; }
-  /* each reduce's output and input ShapeTrackers (contiguous), and the full shape with 0 strides */
+  /* each reduce's output and input ShapeTrackers (contiguous), and the full shape with 0 strides:
+   * the input has the reduce's source shape (the full shape where the source is in another frame),
+   * the output 1 on the axes this reduce reduces (a MAX over a SUM's results sees the SUM's axes
+   * as 1 already: tinygrad's (4, 8, 4, 1, 1), which blocks merging the MAX's axis with the SUM's) */
   for (int t = 0; t < 2 * nred; t++, j++) {
+    int r = t / 2;
+    UOp *rn = c->rednodes.v[r];
+    const SList *rsh = c->reds.v[r];
     int64_t acc = 1;
     for (int i = nf - 1; i >= 0; i--) {
       StAxis *x = &ax[j][i];
-      if (t % 2 == 0 && c->red[i]) x->shape = si(1);
+      if (rsh->n == nf && nf == c->nout) x->shape = rsh->v[i];
+      if (t % 2 == 0) {
+        UOp *key = uop2(OP_NOOP, dt_void, rn, uop_const_int(dt_int, i), v_str("tgc.reduced"));
+        if (map_has(&c->redseen, key, uop_h(key))) x->shape = si(1);
+      }
       bool one = si_is_int(x->shape) && x->shape.c == 1;
       x->str = x->raw = one ? 0 : acc; x->real = true;
       acc = si_is_int(x->shape) ? acc * x->shape.c : acc;
@@ -1405,6 +1416,7 @@ static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, 
   vec_init(&c->redaxes, a);
   vec_init(&c->recs, a);
   vec_init(&c->reds, a);
+  vec_init(&c->rednodes, a);
   const SList *osh = shape_of(c, ast->src[ast->nsrc - 1]->src[0]);
   c->nout = osh ? osh->n : 0;
   c->oshape = osh ? osh->v : NULL;
