@@ -160,18 +160,18 @@ int kopt_heuristic(Arena *a, const KAxes *k, const KTarget *t, KOpt *out);
 /* tgc's own CPU step after the heuristic's n opts (opt.c: a matmul's register tile grown to the
  * machine's vectors; a transcendental body's dense 4-way UPCAST/UNROLL dropped); the new count */
 int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *t, int lanes, int n, KOpt *opts);
+/* the splits that make an F axis' factor (or a merged group's, at its first axis), innermost
+ * first: split d has size amt[d] and weight the product of the sizes before it, and came from the
+ * opts' opt[d]-th split (in the opts' order). tinygrad expands unrolled values with the axis of the
+ * last UNROLL varying fastest, so the digits, sorted by opt[d], order them: a conv's
+ * UNROLL:2:0,UNROLL:1:0 adds kx-major, ky-minor, and an axis unrolled twice (UNROLL:0:4,UNROLL:0:4)
+ * is two digits, the second one's the faster */
+typedef struct KDigits { int n; int opt[KOPT_MAX]; int64_t amt[KOPT_MAX]; } KDigits;
 /* apply opts: per F axis the upcast/unroll factor (1: none) into fac, and grp[f] the first F axis of
  * a group that runs as one merged loop (a split that does not fall on whole F axes; fac of that
- * first axis is the group's), else -1; ord (may be NULL) gets the index of the first opt that split
- * the axis (-1: none), which orders unrolled values as tinygrad expands them (a later UNROLL's axis
- * varies fastest); false with why when an opt does not apply (tinygrad's KernelOptError) */
-bool kopt_factors(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int *fac, int *grp, int *ord, char *why, size_t wn);
-/* the splits that make an F axis' factor (or a merged group's, at its first axis), innermost
- * first: split d has size amt[d] and weight the product of the sizes before it, and came from opt
- * opt[d]. Two UNROLLs of one axis expand as tinygrad's do: the later one's digit varies fastest */
-typedef struct KDigits { int n; int opt[KOPT_MAX]; int64_t amt[KOPT_MAX]; } KDigits;
-/* kopt_factors' splits per F axis into dig (nf entries) */
-void kopt_digits(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, KDigits *dig);
+ * first axis is the group's), else -1; dig (may be NULL) gets each F axis' splits; false with why
+ * when an opt does not apply (tinygrad's KernelOptError) */
+bool kopt_factors(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int *fac, int *grp, KDigits *dig, char *why, size_t wn);
 /* the PADTOs of opts v (which apply): per F axis its padded size into fto (0: not padded); the
  * number of F axes padded */
 int kopt_pads(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int64_t *fto);

@@ -45,8 +45,7 @@ typedef struct LCtx {
   int out_rec;           /* where the last STORE's pair is in recs (it is sts[0], not a buffer again) */
   UOp *out_idx, *out_valid; /* the last STORE's: Kernel.sts[0] */
   const int *fac; int nfac; /* per full-shape axis the opts' upcast/unroll factor (NULL: no opts) */
-  const int *ford;          /* per full-shape axis the index of the opt that split it (kopt_factors' ord), or NULL */
-  const KDigits *fdig;      /* per full-shape axis the splits that make its factor (kopt_digits), or NULL */
+  const KDigits *fdig;      /* per full-shape axis the splits that make its factor (kopt_factors' dig), or NULL */
   const int *grp;        /* per full-shape axis: the first axis of its merged loop, or -1 */
   const Sint *fsz;       /* the full shape without opts (the axes fac and grp index) */
   const int64_t *fto;    /* PADTO: per full-shape axis its padded size (0: not padded; NULL: none) */
@@ -236,8 +235,9 @@ static int reduce_axis_of(LCtx *c, UOp *r, int a, Sint size) {
 
 /* reduce r reduces full-shape axis fa (for tinygrad's "parallel reduces" check: two reduces of one
  * axis; a reduce over a swizzled source has axes of its own, as in tinygrad's full shape) */
+static UOp *reduced_key(UOp *r, int fa) { return uop2(OP_NOOP, dt_void, r, uop_const_int(dt_int, fa), v_str("tgc.reduced")); }
 static void note_reduced(LCtx *c, UOp *r, int fa) {
-  UOp *key = uop2(OP_NOOP, dt_void, r, uop_const_int(dt_int, fa), v_str("tgc.reduced"));
+  UOp *key = reduced_key(r, fa);
   bool isnew;
   map_slot(&c->redseen, key, uop_h(key), &isnew);
   if (isnew) vec_push(&c->redaxes, (void *)(intptr_t)fa);
@@ -687,11 +687,9 @@ static void lower_prepare(LCtx *c, Frame *f) {
       if (K > 1) { ua[nu] = a; ufa[nu] = fa; uk[nu] = K; ur[nu] = r; nu++; combos *= K; }
       else base[a] = r;
     }
-    /* the unrolled values reach the accumulator in tinygrad's expansion order: each UNROLL moves its
-     * axis to the end of the shape, so the axis of the last one applied varies fastest (a conv's
-     * UNROLL:2:0,UNROLL:1:0 adds kx-major, ky-minor), not the axes' own order; an axis unrolled
-     * twice (UNROLL:0:4,UNROLL:0:4) is two digits, the second one's (weight 4) the faster. A digit
-     * is (unrolled axis i, weight, size, opt index), sorted by opt index, the last varying fastest */
+    /* the unrolled values reach the accumulator in tinygrad's expansion order: each axis' splits
+     * (KDigits) are digits (unrolled axis i, weight, size, split index), sorted by split index, the
+     * last varying fastest, not the axes' own order */
     typedef struct Digit { int i; int64_t w, m; int o; } Digit;
     Digit *dg = arena_alloc(c->a, sizeof(Digit) * (size_t)(nu * KOPT_MAX + 1));
     int nd = 0;
@@ -699,10 +697,10 @@ static void lower_prepare(LCtx *c, Frame *f) {
       const KDigits *kd = c->fdig && ufa[i] >= 0 && ufa[i] < c->nfac ? &c->fdig[ufa[i]] : NULL;
       int64_t prod = 1;
       for (int d = 0; kd && d < kd->n; d++) prod *= kd->amt[d];
-      if (kd && kd->n > 1 && prod == uk[i]) {
+      if (kd && kd->n && prod == uk[i]) {
         int64_t w = 1;
         for (int d = 0; d < kd->n; d++) { dg[nd++] = (Digit){i, w, kd->amt[d], kd->opt[d]}; w *= kd->amt[d]; }
-      } else dg[nd++] = (Digit){i, 1, uk[i], c->ford && ufa[i] >= 0 && ufa[i] < c->nfac ? c->ford[ufa[i]] : -1};
+      } else dg[nd++] = (Digit){i, 1, uk[i], -1};
     }
     for (int i = 1; i < nd; i++)
       for (int j = i; j > 0 && dg[j - 1].o > dg[j].o; j--) { Digit t = dg[j]; dg[j] = dg[j - 1]; dg[j - 1] = t; }
@@ -1266,7 +1264,7 @@ static void kernel_axes(LCtx *c, UList topo, KAxes *k) {
       StAxis *x = &ax[j][i];
       if (rsh->n == nf && nf == c->nout) x->shape = rsh->v[i];
       if (t % 2 == 0) {
-        UOp *key = uop2(OP_NOOP, dt_void, rn, uop_const_int(dt_int, i), v_str("tgc.reduced"));
+        UOp *key = reduced_key(rn, i);
         if (map_has(&c->redseen, key, uop_h(key))) x->shape = si(1);
       }
       bool one = si_is_int(x->shape) && x->shape.c == 1;
@@ -1394,9 +1392,9 @@ void lower_opt_config(const KOptCfg *cfg) { opt_cfg = *cfg; }
 
 /* lower every STORE of ast (at every upcast index vector when fac is given, thread lowering when pc
  * is) into c */
-static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const int *ford, const KDigits *dig, const int64_t *fto, const KAxes *k,
+static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const KDigits *dig, const int64_t *fto, const KAxes *k,
                        const KPieces *pc, const KTarget *tg, int *nstores, UOp ***stores_out) {
-  *c = (LCtx){.a = a, .fac = fac, .ford = ford, .fdig = dig, .grp = grp, .fto = fto, .nfac = k ? k->nf : 0, .fsz = k ? k->fsize : NULL, .pc = pc, .kx = k};
+  *c = (LCtx){.a = a, .fac = fac, .fdig = dig, .grp = grp, .fto = fto, .nfac = k ? k->nf : 0, .fsz = k ? k->fsize : NULL, .pc = pc, .kx = k};
   map_init(&c->shapes, a);
   map_init(&c->memo, a);
   map_init(&c->rmap, a);
@@ -1467,12 +1465,12 @@ static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, 
 }
 
 /* lower_pass with opts; NULL (tg_last_error says why) when a TG_EINTERNAL check refuses them */
-static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const int *ford, const KDigits *dig, const int64_t *fto, const KAxes *k, const KPieces *pc,
+static UOp *lower_opt_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, const int *grp, const KDigits *dig, const int64_t *fto, const KAxes *k, const KPieces *pc,
                            const KTarget *tg, int *nstores, UOp ***stores) {
   UOp *volatile r = NULL;
   TgTry t;
   if (TG_TRY(t)) {
-    r = lower_pass(c, a, ast, topo, fac, grp, ford, dig, fto, k, pc, tg, nstores, stores);
+    r = lower_pass(c, a, ast, topo, fac, grp, dig, fto, k, pc, tg, nstores, stores);
     if (c->nf != k->nf) tg_fail(TG_EINTERNAL, "opts changed the kernel's axes");
     tg_try_end(&t);
   } else if (tg_last_error.code != TG_EINTERNAL) {
@@ -1488,7 +1486,7 @@ static bool thread_opt(const KOpt *o) { return o->op == KOPT_LOCAL || o->op == K
 /* the opts for this kernel (the heuristic's or the user's), as factors on c's axes or (opts with
  * thread indices) as pieces; n = 0: none. *ntg gets how many of them are tinygrad's (the CPU step
  * can drop some and adds its own after them: tgopts has tinygrad's list then) */
-static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, const KTarget *tg, KOpt *opts, int **fac, int **grp, int **ford, KPieces *pc,
+static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, const KTarget *tg, KOpt *opts, int **fac, int **grp, KDigits **dig, KPieces *pc,
                        KOpt *tgopts, int *ntg) {
   pc->v = NULL;
   *ntg = 0;
@@ -1521,12 +1519,12 @@ static int choose_opts(LCtx *c, UOp *ast, const KAxes *k, const KOptCfg *cfg, co
   }
   *fac = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
   *grp = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
-  *ford = arena_alloc(c->a, sizeof(int) * (size_t)(c->nf + 1));
-  bool ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, *ford, why, sizeof why);
+  *dig = arena_alloc(c->a, sizeof(KDigits) * (size_t)(c->nf + 1));
+  bool ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, *dig, why, sizeof why);
   if (!ok && n > nheur) {   /* the CPU step's added opts fail: the heuristic's alone */
     n = nheur;
     memcpy(opts, tgopts, sizeof(KOpt) * (size_t)n);
-    ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, *ford, why, sizeof why);
+    ok = kopt_factors(c->a, k, tg, n, opts, *fac, *grp, *dig, why, sizeof why);
   }
   if (!ok) {
     if (cfg->mode == KOPT_LIST) tg_fail(TG_EINPUT, "opt %s does not apply: %s", kopt_format(c->a, n, opts), why);
@@ -1627,13 +1625,14 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
   }
   int nst;
   UOp **stores;
-  UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, NULL, NULL, NULL, NULL, tg, &nst, &stores);
+  UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, NULL, NULL, NULL, tg, &nst, &stores);
   bool has_reduce = c.reds.n > 0;
   KAxes kx;
   kernel_axes(&c, topo, &kx);
   KOpt opts[KOPT_MAX], tgopts[KOPT_MAX];
   KPieces pc;
-  int ntg, *fac = NULL, *grp = NULL, *ford = NULL, nopt = choose_opts(&c, ast, &kx, cfg, tg, opts, &fac, &grp, &ford, &pc, tgopts, &ntg);
+  KDigits *dig = NULL;
+  int ntg, *fac = NULL, *grp = NULL, nopt = choose_opts(&c, ast, &kx, cfg, tg, opts, &fac, &grp, &dig, &pc, tgopts, &ntg);
   bool threads = false;
   /* PADTO: the opts lower the padded kernel */
   int64_t *fto = nopt ? arena_alloc(a, sizeof(int64_t) * (size_t)(kx.nf + 1)) : NULL;
@@ -1641,12 +1640,7 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
   if (nopt) {
     LCtx c2;
     int nst2;
-    KDigits *dig = NULL;
-    if (fac) {
-      dig = arena_alloc(a, sizeof(KDigits) * (size_t)(kx.nf + 1));
-      kopt_digits(a, &kx, tg, nopt, opts, dig);
-    }
-    UOp **stores2, *l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, ford, dig, fto, &kx, pc.v ? &pc : NULL, tg, &nst2, &stores2);
+    UOp **stores2, *l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, dig, fto, &kx, pc.v ? &pc : NULL, tg, &nst2, &stores2);
     if (!l2 && getenv("TGC_DEBUG_OPTS")) fprintf(stderr, "opts: %s do not lower: %s\n", kopt_format(a, nopt, opts), tg_last_error.msg);
     if (!l2 && pc.v && cfg->mode != KOPT_LIST) {
       /* the heuristic's thread opts do not lower here: its UPCAST/UNROLL ones alone (LOCALs and
@@ -1658,16 +1652,12 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
       char why[256];
       fac = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
       grp = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
-      ford = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
-      nopt = m && kopt_factors(a, &kx, tg, m, opts, fac, grp, ford, why, sizeof why) ? m : 0;
+      dig = arena_alloc(a, sizeof(KDigits) * (size_t)(c.nf + 1));
+      nopt = m && kopt_factors(a, &kx, tg, m, opts, fac, grp, dig, why, sizeof why) ? m : 0;
       memcpy(tgopts, opts, sizeof(KOpt) * (size_t)nopt);
       ntg = nopt;
       pc.v = NULL;
-      if (nopt) {
-        dig = arena_alloc(a, sizeof(KDigits) * (size_t)(kx.nf + 1));
-        kopt_digits(a, &kx, tg, nopt, opts, dig);
-        l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, ford, dig, fto, &kx, NULL, tg, &nst2, &stores2);
-      }
+      if (nopt) l2 = lower_opt_pass(&c2, a, ast, topo, fac, grp, dig, fto, &kx, NULL, tg, &nst2, &stores2);
     }
     if (l2) { c = c2; lsink = l2; nst = nst2; stores = stores2; threads = pc.v != NULL; }
     else if (cfg->mode == KOPT_LIST) {

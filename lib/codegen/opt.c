@@ -528,27 +528,18 @@ int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *tg, int lanes, int n,
   return n + next;
 }
 
-static bool factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, int *fac, int *grp, int *ord, KDigits *dig, char *why, size_t wn);
-bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, int *fac, int *grp, int *ord, char *why, size_t wn) {
-  return factors(a, k, tg, n, v, fac, grp, ord, NULL, why, wn);
+/* the digit of split s of size amt on F axis f */
+static void add_digit(KDigits *dig, int f, int s, int64_t amt) {
+  if (dig && dig[f].n < KOPT_MAX) { dig[f].opt[dig[f].n] = s; dig[f].amt[dig[f].n] = amt; dig[f].n++; }
 }
-void kopt_digits(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, KDigits *dig) {
-  int *fac = arena_alloc(a, sizeof(int) * (size_t)(k->nf + 1)), *grp = arena_alloc(a, sizeof(int) * (size_t)(k->nf + 1));
-  char why[256];
-  if (!factors(a, k, tg, n, v, fac, grp, NULL, dig, why, sizeof why)) for (int f = 0; f < k->nf; f++) dig[f].n = 0;
-}
-/* the digit of split s (opt index o) of size amt on F axis f */
-static void add_digit(KDigits *dig, int f, int o, int64_t amt) {
-  if (dig && dig[f].n < KOPT_MAX) { dig[f].opt[dig[f].n] = o; dig[f].amt[dig[f].n] = amt; dig[f].n++; }
-}
-static bool factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, int *fac, int *grp, int *ord, KDigits *dig, char *why, size_t wn) {
+bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt *v, int *fac, int *grp, KDigits *dig, char *why, size_t wn) {
   if (k->n > 64) { snprintf(why, wn, "more than 64 axes"); return false; }
   Model m;
   if (!model_replay(a, k, tg, n, v, &m, why, wn)) return false;
   for (int i = 0; i < n; i++)
     if (v[i].op != KOPT_UPCAST && v[i].op != KOPT_UNROLL && v[i].op != KOPT_NOLOCALS && v[i].op != KOPT_PADTO) { snprintf(why, wn, "%s needs thread indices", opt_names[v[i].op]); return false; }
   int64_t *rem = arena_alloc(a, sizeof(int64_t) * (size_t)(k->nf + 1));
-  for (int f = 0; f < k->nf; f++) { fac[f] = 1; grp[f] = -1; rem[f] = si_is_int(k->fsize[f]) ? k->fsize[f].c : -1; if (ord) ord[f] = -1; if (dig) dig[f].n = 0; }
+  for (int f = 0; f < k->nf; f++) { fac[f] = 1; grp[f] = -1; rem[f] = si_is_int(k->fsize[f]) ? k->fsize[f].c : -1; if (dig) dig[f].n = 0; }
   for (int mg = 0; mg < k->n; mg++) if (m.padto[mg] && k->lo[mg] == k->hi[mg]) rem[k->kept[k->lo[mg]]] = m.padto[mg];
   for (int mg = 0; mg < k->n; mg++) {
     /* the splits of merged axis mg, innermost first, each from the innermost axis with room */
@@ -562,7 +553,6 @@ static bool factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KO
         int f = k->kept[i];
         if (rem[f] == 1) continue;
         if (rem[f] < 1) { ok = false; continue; }
-        if (ord && ord[f] < 0) ord[f] = s;
         if (rem[f] % amt == 0) { rem[f] /= amt; fac[f] *= (int)amt; add_digit(dig, f, s, amt); amt = 1; }
         else if (amt % rem[f] == 0) { amt /= rem[f]; fac[f] *= (int)rem[f]; add_digit(dig, f, s, rem[f]); rem[f] = 1; }
         else ok = false;
@@ -571,11 +561,9 @@ static bool factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KO
     }
     if ((ok || total == 1) && !(m.padto[mg] && k->hi[mg] > k->lo[mg])) continue;
     /* not on whole loop axes: the group runs as one loop over the merged axis instead */
-    int lead = k->kept[k->lo[mg]], first = -1;
-    for (int s = 0; s < m.nsplit && first < 0; s++) if (m.split_m[s] == mg) first = s;
-    for (int i = k->lo[mg]; i <= k->hi[mg]; i++) { int f = k->kept[i]; fac[f] = 1; grp[f] = lead; if (ord) ord[f] = -1; if (dig) dig[f].n = 0; }
+    int lead = k->kept[k->lo[mg]];
+    for (int i = k->lo[mg]; i <= k->hi[mg]; i++) { int f = k->kept[i]; fac[f] = 1; grp[f] = lead; if (dig) dig[f].n = 0; }
     fac[lead] = (int)total;
-    if (ord) ord[lead] = first;
     for (int s = 0; s < m.nsplit; s++) if (m.split_m[s] == mg) add_digit(dig, lead, s, m.split_amt[s]);
   }
   return true;
