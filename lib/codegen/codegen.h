@@ -135,6 +135,8 @@ typedef struct KStAx {
   int64_t rstride;                /* real_strides() where real (the index's coefficient) */
   bool real;                      /* real_strides() is not None there */
   bool masked;                    /* axis_is_masked */
+  bool vm;                        /* views[-1].mask is not the whole axis: [mlo, mhi) */
+  int64_t mlo, mhi;
 } KStAx;
 typedef struct KAxes {
   int n;                          /* merged axes */

@@ -1142,6 +1142,8 @@ typedef struct StAxis {
   int64_t raw;      /* views[-1].strides */
   bool real;        /* real_strides() is not None there */
   bool masked;      /* axis_is_masked */
+  bool vm;          /* views[-1].mask is not the whole axis: [mlo, mhi) */
+  int64_t mlo, mhi;
 } StAxis;
 
 /* views_to_real_strides from an (idx, valid) pair into row[0..nf): per full-shape axis, the
@@ -1177,7 +1179,13 @@ static void real_strides(LCtx *c, UOp *idx, UOp *valid, StAxis *row) {
  * usual case; a swizzled reduce's buffers do not), else the index's coefficients */
 static void raw_strides(const ShapeTracker *st, int nf, StAxis *row) {
   const View *v = st ? st->views[st->nviews - 1] : NULL;
-  for (int i = 0; i < nf; i++) row[i].raw = v && v->ndim == nf ? (si_is_int(v->strides[i]) ? v->strides[i].c : -1) : row[i].str;
+  for (int i = 0; i < nf; i++) {
+    row[i].raw = v && v->ndim == nf ? (si_is_int(v->strides[i]) ? v->strides[i].c : -1) : row[i].str;
+    /* and its mask there, which decides whether an opt's split of the axis reshapes the view */
+    const Sint *mk = v && v->ndim == nf && v->mask ? &v->mask[2 * i] : NULL;
+    row[i].vm = mk && si_is_int(mk[0]) && si_is_int(mk[1]) && si_is_int(v->shape[i]) && !(mk[0].c == 0 && mk[1].c == v->shape[i].c);
+    if (row[i].vm) row[i].mlo = mk[0].c, row[i].mhi = mk[1].c;
+  }
 }
 
 /* Kernel.__init__'s sts (the output, every buffer, each of the nred reduces' output and input, the
@@ -1318,7 +1326,7 @@ static void kernel_axes(LCtx *c, UList topo, KAxes *k) {
       if (!mergeable) { mg[t][rn] = ax[t][i]; continue; }
       StAxis *last = &mg[t][rn - 1];
       const StAxis *x = &ax[t][i];
-      *last = (StAxis){si_mul(last->shape, x->shape), last->own, x->str, x->raw, x->real, last->masked || x->masked};
+      *last = (StAxis){si_mul(last->shape, x->shape), last->own, x->str, x->raw, x->real, last->masked || x->masked, false, 0, 0};
     }
     if (mergeable) hi[rn - 1] = i;
     else { lo[rn] = hi[rn] = i; rn++; }
@@ -1334,7 +1342,8 @@ static void kernel_axes(LCtx *c, UList topo, KAxes *k) {
     for (int i = 0; i < rn; i++) {
       int64_t p = 1;
       for (int q = lo[i]; q <= hi[i] && p >= 0; q++) p = si_is_int(ax[t][q].own) ? p * ax[t][q].own.c : -1;
-      st[t][i] = (KStAx){.shape = p, .stride = mg[t][i].raw, .rstride = mg[t][i].str, .real = mg[t][i].real, .masked = mg[t][i].masked};
+      st[t][i] = (KStAx){.shape = p, .stride = mg[t][i].raw, .rstride = mg[t][i].str, .real = mg[t][i].real, .masked = mg[t][i].masked,
+                         .vm = lo[i] == hi[i] && mg[t][i].vm, .mlo = mg[t][i].mlo, .mhi = mg[t][i].mhi};
     }
   }
   *k = (KAxes){.n = rn, .size = size, .reduce = red, .nst = nst, .st = st,
@@ -1580,49 +1589,26 @@ static void check_ast(UList topo) {
 
 Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) { return lower_kernel_for(ast, names, cfg, cur_target); }
 
-/* a REDUCE_AXIS with another in its source's graph */
-static bool has_double_reduce(UList topo) {
-  for (int i = 0; i < topo.n; i++)
-    if (topo.v[i]->op == OP_REDUCE_AXIS && uop_has_op(topo.v[i]->src[0], OP_REDUCE_AXIS, OP_REDUCE_AXIS)) return true;
-  return false;
-}
-/* a VIEW of a REDUCE_AXIS's result: view_right swizzles it into the reduce's source or moves the
- * ops above it into the reduce's frame (elementwise_view_right), which decides the Kernel's axes */
-static bool has_view_of_reduce(UList topo) {
-  for (int i = 0; i < topo.n; i++)
-    if (topo.v[i]->op == OP_VIEW && topo.v[i]->nsrc && topo.v[i]->src[0]->op == OP_REDUCE_AXIS) return true;
-  return false;
-}
-
 Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTarget *tg) {
   if (ast->op != OP_SINK) tg_fail(TG_EINPUT, "kernel AST root is %s, not SINK", op_names[ast->op]);
   Arena *a = ga();
   LCtx c;
   UList topo = uop_toposort(ast, NULL, NULL);
   check_ast(topo);
-  /* tinygrad's codegen runs view_left and view_right on the AST before its Kernel reads it, then
-   * view_left with fix_kernel_ops. tgc's lowering composes the views itself and reads the AST as
-   * the scheduler made it, except where a reduce sits under another or under a view:
-   * - a reduce under a reduce: view_right changes the computation, not only its form: it merges the
-   *   two into one reduce over both axis sets (one accumulator, so tinygrad's order of additions)
-   *   and swizzles a view between them into the inner one's source (a shrink there can vanish, and
-   *   tinygrad's values with it);
-   * - a view of a reduce's result: view_right swizzles the view into the reduce's source, or moves
-   *   the ops above it into the reduce's frame, so the Kernel runs there (r_8_8 for a reduce of
-   *   (8, 8) stored as (4, 2), where the store's frame would be r_4_2_8).
-   * Those kernels get view_left, view_right and the buffers' views first. Measured over
-   * testdata/opts: tinygrad's CPU opts on 99.39% of the kernels this way (99.21% with the passes
-   * on double reduces alone; before the full shape took the largest sizes and the views' outer
-   * index lost its modulo, 99.01% this way, 97.67% without the passes, 97.32% with them on every
-   * kernel). */
-  if (has_double_reduce(topo) || has_view_of_reduce(topo)) {
-    swizzler_init();
-    ast = graph_rewrite(ast, pm_view_left, NULL, false, NULL);
-    ast = graph_rewrite(ast, pm_view_right, NULL, false, NULL);
-    ast = graph_rewrite(ast, pm_buffer_views, NULL, true, NULL);
-    topo = uop_toposort(ast, NULL, NULL);
-    check_ast(topo);
-  }
+  /* tinygrad's codegen runs view_left and view_right on the AST before its Kernel reads it
+   * (rewrites_for_views), then view_left with fix_kernel_ops: the views above elementwise ops move
+   * to the buffers and constants below them, a reduce's views into its source, and each buffer's
+   * ShapeTracker becomes their composition (ShapeTracker.__add__). The Kernel's axes and opts read
+   * those ShapeTrackers (a composed two-view load's mask covers axes its index simplifies away), so
+   * tgc lowers the same AST. Measured over testdata/opts: tinygrad's CPU opts on 99.93% of the
+   * kernels this way (99.40% with the passes only on kernels with a reduce under a reduce or a
+   * view), and on all of them with opt.c's model of views[-1]'s mask. */
+  swizzler_init();
+  ast = graph_rewrite(ast, pm_view_left, NULL, false, NULL);
+  ast = graph_rewrite(ast, pm_view_right, NULL, false, NULL);
+  ast = graph_rewrite(ast, pm_buffer_views, NULL, true, NULL);
+  topo = uop_toposort(ast, NULL, NULL);
+  check_ast(topo);
   int nst;
   UOp **stores;
   UOp *lsink = lower_pass(&c, a, ast, topo, NULL, NULL, NULL, NULL, NULL, NULL, tg, &nst, &stores);

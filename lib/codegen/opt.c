@@ -5,9 +5,10 @@
  * simplify_ones + simplify_merge_adjacent).
  *
  * The model keeps what the heuristic reads: per axis its size, type and the merged axis it came
- * from, and per ShapeTracker views[-1].strides, whether real_strides() knows the stride, and
- * axis_is_masked. shift_to splits an axis into (size/amt, amt) (GROUPTOP: (amt, size/amt)) and
- * moves the amt part to insert_at; the other part's strides scale by amt; then axes of size 1 go
+ * from, and per ShapeTracker views[-1].strides and views[-1].mask, whether real_strides() knows the
+ * stride, and axis_is_masked. shift_to splits an axis into (size/amt, amt) (GROUPTOP: (amt, size/amt)) and
+ * moves the amt part to insert_at; the other part's strides scale by amt (a mask the split cuts
+ * across makes View.reshape fail: the ShapeTracker then gets a contiguous last view); then axes of size 1 go
  * (simplify_ones). Each axis also keeps its weight in its merged axis (the merged index is the sum
  * of its pieces' index times weight), which is all a lowering with thread indices needs
  * (kopt_pieces). kopt_factors turns UPCAST/UNROLL splits into a factor per axis of lower.c
@@ -101,18 +102,56 @@ static int last_of(const Model *m, unsigned mask) {
 /* Kernel.shift_to(axis, amt, type, top, insert_at): the axis splits into (size/amt, amt) (top:
  * (amt, size/amt)) and the amt part becomes an axis of type `type` at insert_at (list.insert's
  * position: the remaining part moves up when it is at or after it) */
+static int64_t floordiv(int64_t a, int64_t b) { int64_t q = a / b; return q * b != a && (a < 0) != (b < 0) ? q - 1 : q; }
+static int64_t floormod(int64_t a, int64_t b) { return a - floordiv(a, b) * b; }
+/* View.reshape's _reshape_mask for one axis of size s split into (s/in, in) (in: the inner part's
+ * size): the mask [lo, hi) splits unless it cuts across the inner part's blocks; then the parts'
+ * masks are [lo//in, (hi-1)//in + 1) and [lo%in, (hi-1)%in + 1) */
+static bool mask_splits(int64_t lo, int64_t hi, int64_t in) {
+  return !((floormod(lo, in) != 0 || floormod(hi, in) != 0) && floordiv(lo, in) != floordiv(hi - 1, in));
+}
+/* a part's mask after a split: View.create drops a whole-axis mask, and a dim masked to one index
+ * gets stride 0 */
+static void part_mask(KStAx *x, int64_t lo, int64_t hi) {
+  x->mlo = lo, x->mhi = hi;
+  x->vm = !(lo == 0 && hi == x->shape);
+  if (x->vm && hi - lo <= 1) x->stride = 0;
+}
 static void shift_to(Model *m, int axis, int64_t amt, int type, bool top, int insert_at) {
   KStAx *nw = m->tmp;
   for (int t = 0; t < m->nst; t++) {
     KStAx *x = &m->st[t][axis];
     /* new_shape_fxn: (s/amt, amt) or (amt, s/amt), or (1, 1) where the ShapeTracker has 1 there */
     bool one = x->shape == 1;
+    int64_t s = x->shape, in = one ? 1 : top ? s / amt : amt;
+    bool vm = x->vm && !one, splits = !vm || mask_splits(x->mlo, x->mhi, in);
+    int64_t lo = x->mlo, hi = x->mhi;
     nw[t] = (KStAx){.shape = one ? 1 : amt, .stride = x->stride, .rstride = x->rstride, .real = x->real, .masked = x->masked};
     int64_t k = top ? (one ? 1 : x->shape / amt) : amt;   /* the outer part's stride scales by the inner size */
-    KStAx *outer = top ? &nw[t] : x;
+    KStAx *outer = top ? &nw[t] : x, *inner = top ? x : &nw[t];
     if (outer->stride > 0) outer->stride *= k;
     if (outer->rstride > 0) outer->rstride *= k;
     if (!one) x->shape /= amt;
+    x->vm = false;
+    if (vm && splits) {
+      part_mask(outer, floordiv(lo, in), floordiv(hi - 1, in) + 1);
+      part_mask(inner, floormod(lo, in), floormod(hi - 1, in) + 1);
+    } else if (vm) {
+      /* the mask cuts across the split: ShapeTracker.reshape appends a contiguous view of the new
+       * shape (its real strides compose back to the old ones; views[-1] has these strides now and
+       * no mask) */
+      int64_t acc = 1;
+      for (int j = m->n - 1; j >= 0; j--) {
+        bool here = j == axis;
+        KStAx *parts[2] = {here ? (top ? x : &nw[t]) : &m->st[t][j], here ? (top ? &nw[t] : x) : NULL};
+        for (int p = 0; p < 2 && parts[p]; p++) {
+          KStAx *y = parts[p];
+          y->stride = y->shape == 1 ? 0 : acc;   /* strides_for_shape: 0 on a dim of 1 */
+          y->vm = false;
+          acc *= y->shape > 0 ? y->shape : 1;
+        }
+      }
+    }
   }
   MAxis old = m->ax[axis];
   int64_t rest = old.size / amt;
@@ -149,7 +188,12 @@ static bool model_pad(Model *m, int axis, int64_t amt, char *why, size_t wn) {
     if (x->shape == 1) continue;   /* reduced */
     OPT_CHECK(x->shape > amt / 4, "pad adds more than quadruple the work st.shape[%d]=%lld > amt//4=%lld", axis, (long long)x->shape, (long long)(amt / 4));
     int64_t ru = (x->shape + amt - 1) / amt * amt - x->shape;
-    if (ru) { x->shape += ru; x->masked = true; padded = true; }
+    if (ru) {
+      /* View.pad: the mask on the axis is the old extent (within a mask already there) */
+      if (!x->vm) x->mlo = 0, x->mhi = x->shape;
+      x->vm = true;
+      x->shape += ru; x->masked = true; padded = true;
+    }
   }
   OPT_CHECK(padded, "nothing was padded");
   const MAxis *p = &m->ax[axis];
