@@ -531,12 +531,13 @@ static bool same_kernel_name(const char *a, const char *b) {
   return la == base_len(b) && !strncmp(a, b, la);
 }
 
-/* tinygrad's opts for every kernel of the corpus graphs listed in tsv (tools/opts_oracle.py) against
- * tgc's, lowered for target t; returns how many of how many kernels (*lines) agree, and the same
- * over the kernels tgc names as tinygrad does without opts (*same_good of *same: the same merged
- * axes, so the heuristic reads the same kernel). *named_bad counts the kernels of those that get
- * tinygrad's opts but not its name after them (the tsv's last column) */
-static int heuristic_agreement(const char *tsv, const KTarget *t, int *lines_out, int *same_good, int *same, int *named_bad) {
+/* tinygrad's opts for every kernel of the graphs listed in tsv (tools/opts_oracle.py) against
+ * tgc's, lowered for target t from their expect files (in dir, or NULL: the corpus' schedule/ and
+ * numeric/); returns how many of how many kernels (*lines) agree, and the same over the kernels tgc
+ * names as tinygrad does without opts (*same_good of *same: the same merged axes, so the heuristic
+ * reads the same kernel). *named_bad counts the kernels of those that get tinygrad's opts but not
+ * its name after them (the tsv's last column) */
+static int heuristic_agreement_in(const char *tsv, const char *dir, const KTarget *t, int *lines_out, int *same_good, int *same, int *named_bad) {
   FILE *f = fopen(tsv, "r");
   cr_assert(f, "no %s", tsv);
   char line[4096], cur[1024] = "", path[2048];
@@ -557,9 +558,11 @@ static int heuristic_agreement(const char *tsv, const KTarget *t, int *lines_out
       size_t l = strlen(file) - strlen(".graph.json");
       n = -1;
       for (int d = 0; d < 2 && n < 0; d++) {
-        snprintf(path, sizeof path, "%s/%s/%.*s.expect.json", oracle(), d ? "numeric" : "schedule", (int)l, file);
+        if (dir) snprintf(path, sizeof path, "%s/%.*s.expect.json", dir, (int)l, file);
+        else snprintf(path, sizeof path, "%s/%s/%.*s.expect.json", oracle(), d ? "numeric" : "schedule", (int)l, file);
         if (!access(path, R_OK)) n = try_lower_file(path, ps, 1024);
       }
+      cr_expect_geq(n, 0, "no expect file for %s", file);
     }
     const char *got = idx < n ? kopt_format(ga(), ps[idx]->nopts, ps[idx]->opts) : "(no kernel)";
     if (!*got) got = "-";
@@ -578,6 +581,10 @@ static int heuristic_agreement(const char *tsv, const KTarget *t, int *lines_out
   lower_target(&ktarget_c);
   *lines_out = lines;
   return lines - bad;
+}
+
+static int heuristic_agreement(const char *tsv, const KTarget *t, int *lines_out, int *same_good, int *same, int *named_bad) {
+  return heuristic_agreement_in(tsv, NULL, t, lines_out, same_good, same, named_bad);
 }
 
 /* tinygrad's hand_coded_optimizations on its CPU renderer for every kernel of the corpus graphs
@@ -611,6 +618,22 @@ Test(codegen, heuristic_matches_tinygrad_opencl, .timeout = 600) {
           lines - bad, lines, 100.0 * (lines - bad) / lines, sg, sn, 100.0 * sg / sn);
   cr_expect_eq(sg, sn, "%d of %d same-named kernels differ from tinygrad's OpenCL opts", sn - sg, sn);
   cr_expect_eq(bad, 0, "%d of %d kernels differ from tinygrad's OpenCL opts", bad, lines);
+}
+
+/* the same on random graphs outside the corpus (testdata/opts/random/: tools/randgraph.py, with
+ * Variables, sharding and pads; testdata/opts/README.md), on both renderers: kernels with a symbolic
+ * axis (strides that are UOps, which tinygrad's simplify_merge_adjacent does not merge) and masked
+ * loads whose splits append a view */
+Test(codegen, heuristic_matches_tinygrad_random, .timeout = 600) {
+  static const struct { const char *tsv; const KTarget *t; } sets[] = {
+    {"testdata/opts/random.tsv", &ktarget_c}, {"testdata/opts/random_opencl.tsv", &ktarget_opencl}};
+  for (int i = 0; i < 2; i++) {
+    int lines, sg, sn, nb, good = heuristic_agreement_in(sets[i].tsv, "testdata/opts/random", sets[i].t, &lines, &sg, &sn, &nb);
+    cr_expect_gt(lines, 100);
+    cr_expect_eq(nb, 0, "%s: %d of %d kernels with tinygrad's axes and opts are not named as tinygrad names them", sets[i].tsv, nb, sg);
+    cr_expect_eq(sn, lines, "%s: %d of %d kernels are not named (without opts) as tinygrad names them", sets[i].tsv, lines - sn, lines);
+    cr_expect_eq(good, lines, "%s: %d of %d kernels differ from tinygrad's opts", sets[i].tsv, lines - good, lines);
+  }
 }
 
 /* numpy: float32 -> float16 bits */

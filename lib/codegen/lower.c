@@ -1267,6 +1267,9 @@ static void kernel_axes(LCtx *c, UList topo, KAxes *k) {
     int r = t / 2;
     UOp *rn = c->rednodes.v[r];
     const SList *rsh = c->reds.v[r];
+    /* strides_for_shape: the product of the later sizes; past a symbolic size it is a UOp, which
+     * simplify_merge_adjacent's `last_st == s*st` never finds equal (tinygrad builds the two
+     * products in different orders): -1, as a symbolic stride of a buffer is */
     int64_t acc = 1;
     for (int i = nf - 1; i >= 0; i--) {
       StAxis *x = &ax[j][i];
@@ -1277,7 +1280,7 @@ static void kernel_axes(LCtx *c, UList topo, KAxes *k) {
       }
       bool one = si_is_int(x->shape) && x->shape.c == 1;
       x->str = x->raw = one ? 0 : acc; x->real = true;
-      acc = si_is_int(x->shape) ? acc * x->shape.c : acc;
+      acc = acc < 0 || !si_is_int(x->shape) ? -1 : acc * x->shape.c;
     }
   }
   for (int i = 0; i < nf; i++) { ax[j][i].str = ax[j][i].raw = 0; ax[j][i].real = true; }
