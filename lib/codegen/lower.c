@@ -1282,6 +1282,17 @@ static void kernel_axes(LCtx *c, UList topo, KAxes *k) {
       x->str = x->raw = one ? 0 : acc; x->real = true;
       acc = acc < 0 || !si_is_int(x->shape) ? -1 : acc * x->shape.c;
     }
+    /* a reduce straight over a buffer op reads its ShapeTracker as the input's (UOp.st of a LOAD is
+     * its buffer's view, of a CONST or DEFINE_VAR its own VIEW's, not a contiguous one): a
+     * transposed load keeps its strides there, an expanded constant its zeros */
+    Op so = (Op)rn->src[0]->op;
+    int q = t % 2 && (so == OP_LOAD || so == OP_CONST || so == OP_DEFINE_VAR) ? st_index_of(c, rn->src[0]) : -1;
+    if (q > 0)
+      for (int i = 0; i < nf; i++) {
+        StAxis *x = &ax[j][i];
+        const StAxis *b = &ax[q][i];
+        x->str = b->str, x->raw = b->raw, x->real = b->real, x->masked = b->masked, x->vm = b->vm, x->mlo = b->mlo, x->mhi = b->mhi;
+      }
   }
   for (int i = 0; i < nf; i++) { ax[j][i].str = ax[j][i].raw = 0; ax[j][i].real = true; }
   int full = j++;
