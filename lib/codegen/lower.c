@@ -587,6 +587,9 @@ static void lower_prepare(LCtx *c, Frame *f) {
       return;
     }
     if (x->op == OP_DEFINE_GLOBAL) tg_fail(TG_EINPUT, "VIEW of a DEFINE_GLOBAL used as a value");
+    /* after the view rewrites (lower_kernel_for) the views left above a value are a masked
+     * constant's (tinygrad's VALID: merge_views keeps a masked view off the constant's own) and
+     * any view_right could not move; */
     /* the source's indices from the view's flat offset, simplified before any int64 upcast (tinygrad
      * composes the view into the buffers' ShapeTrackers instead: a flat offset past int32 must not
      * leave casts that stop the divisions from folding); the mask is upcast as index_st's is */
