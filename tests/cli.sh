@@ -203,6 +203,7 @@ R=testdata/regress/randx_12195.graph.json
 expect 0 "schedule: a kernel tinygrad's codegen cannot build" "$TGC" check "$R" --kernels 8
 expect 3 "compile: a kernel tinygrad's codegen cannot build" "$TGC" compile "$R" -t c -o "$tmp/creg"
 contains "$tmp/err" "can't unbind a variable of a symbolic reshape" "compile says why, as tinygrad's AssertionError does"
+contains "$tmp/err" "schedule item 0: " "compile names the schedule item whose kernel it cannot build"
 # an output that is a broadcast CONST (no kernel, no buffer) is still written, with its shape
 K=$(ls "$ORACLE"/schedule/test_ops.TestOps_test_add.3.*.graph.json | head -1)
 expect 0 "run a constant output" "$TGC" run "$K" -d cpu -o "$tmp/k"

@@ -74,10 +74,14 @@ void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
     intptr_t k = (intptr_t)umap_getp(&progs, si->ast) - 1;
     if (k < 0) {
       k = nprog++;
-      if (brt) {
-        KOptCfg cfg = rt_beam(brt, si->ast, compile_beam);
-        ps[k] = lower_kernel_with(si->ast, &kn, &cfg);
-      } else ps[k] = lower_kernel(si->ast, &kn);
+      TgTry t;
+      if (TG_TRY(t)) {
+        if (brt) {
+          KOptCfg cfg = rt_beam(brt, si->ast, compile_beam);
+          ps[k] = lower_kernel_with(si->ast, &kn, &cfg);
+        } else ps[k] = lower_kernel(si->ast, &kn);
+        tg_try_end(&t);
+      } else tg_fail_in(arena_printf(a, "schedule item %d", i));   /* which kernel could not be built */
       texts[k] = kernel_source(a, ps[k], be);
       files[k] = kernel_file(a, ps[k], be, texts[k]);
       umap_put(&progs, si->ast, (void *)(k + 1));

@@ -136,7 +136,7 @@ static bool cu_open(void) {
 typedef struct CuKernel { const Program *prg; RenderLaunch launch; void *fn; } CuKernel;
 
 static CuKernel *cu_build(Runtime *rt, UOp *ast) {
-  Program *p = lower_kernel_for(ast, &rt->names, lower_get_opt_config(), &ktarget_cuda);
+  Program *p = rt_lower(rt, ast, lower_get_opt_config(), &ktarget_cuda);
   CuKernel *k = arena_alloc(rt->a, sizeof *k);
   k->prg = p;
   render_launch(p, &render_cuda, &k->launch);

@@ -77,7 +77,7 @@ bool rtcl_available(char *why, size_t wn) {
 typedef struct ClKernel { const Program *prg; RenderLaunch launch; cl_ptr kernel; } ClKernel;
 
 static ClKernel *cl_build(Runtime *rt, UOp *ast) {
-  Program *p = lower_kernel_for(ast, &rt->names, lower_get_opt_config(), &ktarget_opencl);
+  Program *p = rt_lower(rt, ast, lower_get_opt_config(), &ktarget_opencl);
   ClKernel *k = arena_alloc(rt->a, sizeof *k);
   k->prg = p;
   render_launch(p, &render_opencl, &k->launch);

@@ -353,6 +353,16 @@ int rt_cpu_lanes(void) {
 }
 
 /* ---------------------------------------------------------------- running */
+Program *rt_lower(Runtime *rt, UOp *ast, const KOptCfg *cfg, const KTarget *tg) {
+  Program *p = NULL;
+  TgTry t;
+  if (TG_TRY(t)) {
+    p = lower_kernel_for(ast, &rt->names, cfg, tg ? tg : lower_get_target());
+    tg_try_end(&t);
+  } else tg_fail_in(arena_printf(rt->a, "schedule item %d", rt->item));   /* which kernel could not be built */
+  return p;
+}
+
 /* run a kernel item on the CPU: compile (or load) it on first use, bind buffers and variables */
 static const Program *cpu_run_kernel(Runtime *rt, const SchedItem *si) {
   UOp *ast = si->ast;
@@ -360,11 +370,11 @@ static const Program *cpu_run_kernel(Runtime *rt, const SchedItem *si) {
   if (!k) {
     if (rt->beam > 0) {
       KOptCfg cfg = rt_beam(rt, ast, rt->beam);
-      k = rt_compile(rt, lower_kernel_with(ast, &rt->names, &cfg));
+      k = rt_compile(rt, rt_lower(rt, ast, &cfg, NULL));
     } else {
       KOptCfg cfg = *lower_get_opt_config();
       cfg.cpu_lanes = rt_cpu_lanes();
-      k = rt_compile(rt, lower_kernel_with(ast, &rt->names, &cfg));
+      k = rt_compile(rt, rt_lower(rt, ast, &cfg, NULL));
     }
     map_put(&rt->kernels, ast, uop_h(ast), k);
   }
@@ -407,6 +417,7 @@ int rt_run_items(Runtime *rt, const Schedule *s, RtKernelFn run_kernel) {
     const SchedItem *si = &s->items[i];
     double t0 = rt->item_ms ? tg_now_ms() : 0;
     const Program *p = NULL;
+    rt->item = i;
     if (si->ast->op == OP_SINK) p = run_kernel(rt, si), n++;
     else rt_run_item(rt, si);
     if (rt->item_ms) rt->item_ms[i] = tg_now_ms() - t0, rt->item_prg[i] = p;

@@ -37,10 +37,14 @@ typedef struct Runtime {
   int nbeam_searched, nbeam_cached; /* BEAM searches run / read from the cache, for tests */
   double *item_ms;          /* profiling: when set, each item's wall time (ms) by item index ... */
   const Program **item_prg; /* ... and the Program a kernel item ran (NULL for COPY/BUFFER_VIEW) */
+  int item;                 /* the schedule item running (a kernel that cannot be built names it) */
 } Runtime;
 
 Runtime *rt_new(const Graph *g);                 /* in the current context; g may be NULL */
 void rt_free(Runtime *rt);                       /* closes libraries, frees host memory */
+/* lower_kernel_for the running item's kernel (tg NULL: the current target); a failure names the
+ * item ("schedule item 15: ...") */
+Program *rt_lower(Runtime *rt, UOp *ast, const KOptCfg *cfg, const KTarget *tg);
 /* compile (or load from the cache) one lowered kernel; TG_EDEVICE "kernel NAME: <diagnostics>" */
 RtKernel *rt_compile(Runtime *rt, const Program *p);
 /* rt_compile for n programs, as many compilers at once as there are cores; out[i] is NULL where
