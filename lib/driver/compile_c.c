@@ -47,6 +47,22 @@ void driver_compile_threads(int threads) { compile_threads = threads; }
 void driver_compile_fast_sums(bool fast_sums) { compile_fast_sums = fast_sums; }
 void driver_compile_beam(int beam, FILE *log) { compile_beam = beam, compile_log = log; }
 
+/* schedule item `item`'s kernel, its opts from a BEAM search when brt is set; a kernel that cannot
+ * be built names the item (its own frame: no local of the caller lives across the setjmp) */
+static const Program *lower_item(UOp *ast, KNames *kn, Runtime *brt, int item) {
+  TgTry t;
+  if (TG_TRY(t)) {
+    const Program *p;
+    if (brt) {
+      KOptCfg cfg = rt_beam(brt, ast, compile_beam);
+      p = lower_kernel_with(ast, kn, &cfg);
+    } else p = lower_kernel(ast, kn);
+    tg_try_end(&t);
+    return p;
+  }
+  tg_fail_in(arena_printf(ga(), "schedule item %d", item));
+}
+
 void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
   Arena *a = ga();
   /* BEAM (C only): kernels timed on this CPU with the bundle's threads */
@@ -74,14 +90,7 @@ void model_plan(ModelPlan *mp, Graph *g, Schedule *s, const RenderBackend *be) {
     intptr_t k = (intptr_t)umap_getp(&progs, si->ast) - 1;
     if (k < 0) {
       k = nprog++;
-      TgTry t;
-      if (TG_TRY(t)) {
-        if (brt) {
-          KOptCfg cfg = rt_beam(brt, si->ast, compile_beam);
-          ps[k] = lower_kernel_with(si->ast, &kn, &cfg);
-        } else ps[k] = lower_kernel(si->ast, &kn);
-        tg_try_end(&t);
-      } else tg_fail_in(arena_printf(a, "schedule item %d", i));   /* which kernel could not be built */
+      ps[k] = lower_item(si->ast, &kn, brt, i);
       texts[k] = kernel_source(a, ps[k], be);
       files[k] = kernel_file(a, ps[k], be, texts[k]);
       umap_put(&progs, si->ast, (void *)(k + 1));

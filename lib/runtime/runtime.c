@@ -354,13 +354,13 @@ int rt_cpu_lanes(void) {
 
 /* ---------------------------------------------------------------- running */
 Program *rt_lower(Runtime *rt, UOp *ast, const KOptCfg *cfg, const KTarget *tg) {
-  Program *p = NULL;
   TgTry t;
   if (TG_TRY(t)) {
-    p = lower_kernel_for(ast, &rt->names, cfg, tg ? tg : lower_get_target());
+    Program *p = lower_kernel_for(ast, &rt->names, cfg, tg ? tg : lower_get_target());
     tg_try_end(&t);
-  } else tg_fail_in(arena_printf(rt->a, "schedule item %d", rt->item));   /* which kernel could not be built */
-  return p;
+    return p;
+  }
+  tg_fail_in(arena_printf(rt->a, "schedule item %d", rt->item));   /* which kernel could not be built */
 }
 
 /* run a kernel item on the CPU: compile (or load) it on first use, bind buffers and variables */
