@@ -236,6 +236,12 @@ static int reduce_axis_of(LCtx *c, UOp *r, int a, Sint size) {
 /* reduce r reduces full-shape axis fa (for tinygrad's "parallel reduces" check: two reduces of one
  * axis; a reduce over a swizzled source has axes of its own, as in tinygrad's full shape) */
 static UOp *reduced_key(UOp *r, int fa) { return uop2(OP_NOOP, dt_void, r, uop_const_int(dt_int, fa), v_str("tgc.reduced")); }
+/* reduce r, with source shape xs, once per node: Kernel.reduceops for kernel_axes */
+static void note_reduce(LCtx *c, UOp *r, const SList *xs) {
+  bool isnew;
+  map_slot(&c->recd, r, uop_h(r), &isnew);
+  if (isnew) { vec_push(&c->reds, (void *)xs); vec_push(&c->rednodes, r); }
+}
 static void note_reduced(LCtx *c, UOp *r, int fa) {
   UOp *key = reduced_key(r, fa);
   bool isnew;
@@ -425,7 +431,7 @@ static void prepare_reduce_threads(LCtx *c, Frame *f, UOp *u, UOp *const *idx, i
   const KPieces *pc = c->pc;
   const SList *xs = shape_of(c, u->src[0]);
   const Value *ax = u->arg->items[1];
-  { bool isnew; map_slot(&c->recd, u, uop_h(u), &isnew); if (isnew) { vec_push(&c->reds, (void *)xs); vec_push(&c->rednodes, u); } }
+  note_reduce(c, u, xs);
   int nf = c->kx->nf, nm = c->kx->n;
   UOp **base = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
   for (int k = 0; k < xs->n; k++) base[k] = k < n ? idx[k] : uop_const_int(dt_int, 0);
@@ -589,10 +595,9 @@ static void lower_prepare(LCtx *c, Frame *f) {
     if (x->op == OP_DEFINE_GLOBAL) tg_fail(TG_EINPUT, "VIEW of a DEFINE_GLOBAL used as a value");
     /* after the view rewrites (lower_kernel_for) the views left above a value are a masked
      * constant's (tinygrad's VALID: merge_views keeps a masked view off the constant's own) and
-     * any view_right could not move; */
-    /* the source's indices from the view's flat offset, simplified before any int64 upcast (tinygrad
-     * composes the view into the buffers' ShapeTrackers instead: a flat offset past int32 must not
-     * leave casts that stop the divisions from folding); the mask is upcast as index_st's is */
+     * any view_right could not move. The source's indices come from the view's flat offset,
+     * simplified before any int64 upcast (a flat offset past int32 must not leave casts that stop
+     * the divisions from folding); the mask is upcast as index_st's is */
     check_rank(u->arg->st, n);
     st_to_indexed_uops_int(u->arg->st, idx, &fi, &valid);
     valid = st_index_upcast(valid);
@@ -632,7 +637,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
      * j, and the source's values at those index vectors are folded with the reduce op */
     const SList *xs = shape_of(c, u->src[0]);
     const Value *ax = u->arg->items[1];
-    { bool isnew; map_slot(&c->recd, u, uop_h(u), &isnew); if (isnew) { vec_push(&c->reds, (void *)xs); vec_push(&c->rednodes, u); } }
+    note_reduce(c, u, xs);
     UOp **base = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
     for (int k = 0; k < xs->n; k++) base[k] = k < n ? idx[k] : uop_const_int(dt_int, 0);
     f->ranges = arena_alloc(c->a, sizeof(UOp *) * (size_t)(ax->n + 1));
@@ -1292,9 +1297,9 @@ static void kernel_axes(LCtx *c, UList topo, KAxes *k) {
     int q = t % 2 && (so == OP_LOAD || so == OP_CONST || so == OP_DEFINE_VAR) ? st_index_of(c, rn->src[0]) : -1;
     if (q > 0)
       for (int i = 0; i < nf; i++) {
-        StAxis *x = &ax[j][i];
-        const StAxis *b = &ax[q][i];
-        x->str = b->str, x->raw = b->raw, x->real = b->real, x->masked = b->masked, x->vm = b->vm, x->mlo = b->mlo, x->mhi = b->mhi;
+        Sint sh = ax[j][i].shape;
+        ax[j][i] = ax[q][i];   /* every fact of the buffer's row, with the reduce's source shape */
+        ax[j][i].shape = sh;
       }
   }
   for (int i = 0; i < nf; i++) { ax[j][i].str = ax[j][i].raw = 0; ax[j][i].real = true; }
