@@ -21,8 +21,7 @@ static char *arena_copy_or_free(Arena *a, char *buf, size_t len) {
     return out;
   }
   free(buf);
-  TgErr e = tg_last_error;
-  tg_fail(e.code, "%s", e.msg);
+  tg_rethrow();
 }
 /* a regular file is read straight into a buffer of its size in a; a pipe (or stdin) into a
  * growing malloc buffer that is then copied */
@@ -54,8 +53,7 @@ char *read_file(Arena *a, const char *path, size_t *n) {
       return out;
     }
     fclose(f);
-    TgErr e = tg_last_error;
-    tg_fail(e.code, "%s", e.msg);
+    tg_rethrow();
   }
   size_t cap = 1 << 16, len = 0;
   char *buf = malloc(cap);

@@ -673,8 +673,7 @@ static void with_doc(RCtx *R, const char *text, size_t n, DocFn fn, void *ud) {
   } else {
     cJSON_InitHooks(NULL);
     jheap_release(outer);
-    TgErr e = tg_last_error; /* tg_fail formats into tg_last_error: pass a copy */
-    tg_fail(e.code, "%s", e.msg);
+    tg_rethrow();
   }
 }
 static void check_header(RCtx *R, const cJSON *root, const char *format) {
@@ -978,8 +977,7 @@ static bool graph_stream(RCtx *R, const char *text, size_t n, Graph *g) {
   free(S.rows);
   jheap = outer;
   if (!ok && tg_last_error.code != TG_EINPUT) { /* out of memory and the like: no second try */
-    TgErr e = tg_last_error;
-    tg_fail(e.code, "%s", e.msg);
+    tg_rethrow();
   }
   return ok;
 }
@@ -1034,8 +1032,7 @@ Graph *graph_read_file(const char *path) {
     return g;
   }
   arena_free(&ta);
-  TgErr e = tg_last_error;
-  tg_fail(e.code, "%s", e.msg);
+  tg_rethrow();
 }
 
 /* ---- expect files ---- */

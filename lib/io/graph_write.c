@@ -202,8 +202,7 @@ static void uop_rows(BigBuf *b, WCtx *W, UList order) {
     TgTry t;
     if (!TG_TRY(t)) {
       cJSON_Delete(r);
-      TgErr e = tg_last_error;
-      tg_fail(e.code, "%s", e.msg);
+      tg_rethrow();
     }
     r = uop_row(W, u, i);
     char *txt = cJSON_PrintUnformatted(r);
@@ -230,8 +229,7 @@ BigBuf json_uop_rows(int nroots, UOp *const *roots, int *root_ids) {
     tg_try_end(&t);
   } else {
     bigbuf_free(&b);
-    TgErr e = tg_last_error;
-    tg_fail(e.code, "%s", e.msg);
+    tg_rethrow();
   }
   if (root_ids) for (int i = 0; i < nroots; i++) root_ids[i] = (int)wid(&W, roots[i]);
   arena_pop(&uctx->scratch, mk);
@@ -301,8 +299,7 @@ char *graph_write(Arena *a, UOp *sink, const Options *opt) {
     tg_try_end(&t);
   } else {
     cJSON_Delete(doc);
-    TgErr e = tg_last_error; /* tg_fail formats into tg_last_error: pass a copy */
-    tg_fail(e.code, "%s", e.msg);
+    tg_rethrow();
   }
   char tail[32];
   snprintf(tail, sizeof tail, ",\"sink\":%d", sid);

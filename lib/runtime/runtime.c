@@ -245,9 +245,8 @@ void rt_compile_many(Runtime *rt, int n, const Program *const *ps, RtKernel **ou
       out[i] = NULL;
       if (TG_TRY(t)) { out[i] = cj_finish(rt, &jobs[i - lo]); tg_try_end(&t); }
       else if (tg_last_error.code != TG_EDEVICE) {   /* the others' compilers still run: wait for them */
-        TgErr e = tg_last_error;
-        for (int k = i + 1; k < hi; k++) cj_abandon(&jobs[k - lo]);
-        tg_fail(e.code, "%s", e.msg);
+        for (int k = i + 1; k < hi; k++) cj_abandon(&jobs[k - lo]);   /* (touches no error state) */
+        tg_rethrow();
       }
     }
   }

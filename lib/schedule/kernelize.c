@@ -951,8 +951,7 @@ static RMap kernelize_run(UOp *sink, const char *stop) {
   if (!TG_TRY(t)) { /* free the pass maps, then pass the error on */
     arena_free(&pp.a[0]);
     arena_free(&pp.a[1]);
-    TgErr e = tg_last_error;
-    tg_fail(e.code, "%s", e.msg);
+    tg_rethrow();
   }
   bool in_ga;
   RMap tm = kernelize_passes(&pp, sink, stop, &in_ga);

@@ -27,6 +27,10 @@ _Noreturn void tg_fail(int code, const char *fmt, ...) {
   tg_try_top = t->prev;
   longjmp(t->jb, 1);
 }
+_Noreturn void tg_rethrow(void) {
+  TgErr e = tg_last_error;   /* tg_fail formats into tg_last_error: pass a copy */
+  tg_fail(e.code, "%s", e.msg);
+}
 _Noreturn void tg_fail_in(const char *where) {
   TgErr e = tg_last_error;
   tg_fail(e.code, "%s: %s", where, e.msg);

@@ -166,8 +166,9 @@ extern _Thread_local TgErr tg_last_error;
  * go to the scratch arena the scope pops; tg_fail resets it to 0, the always-safe state */
 extern _Thread_local int tg_tmp_scope;
 _Noreturn void tg_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* fails again with the last error's code, its message after "where: " (a TG_TRY's handler adding
- * what it was doing) */
+/* in a TG_TRY's handler: fail again with the last error as it is (after cleaning up), or with its
+ * message after "where: " (adding what the handler was doing) */
+_Noreturn void tg_rethrow(void);
 _Noreturn void tg_fail_in(const char *where);
 /* usage:  TgTry t; if (TG_TRY(t)) { ...work...; tg_try_end(&t); } else { handle tg_last_error } */
 #define TG_TRY(t) ((t).prev = tg_try_top, tg_try_top = &(t), setjmp((t).jb) == 0)
