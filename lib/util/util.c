@@ -313,7 +313,10 @@ const PairEnt *pairmap_find(const PairMap *m, const void *a, const void *b, uint
 }
 bool pairmap_put(PairMap *m, const void *a, const void *b, uint64_t h, const void *v) {
   if ((m->n + 1) * 2 > m->cap) {
-    size_t nc = m->cap ? m->cap * 2 : 8;
+    /* from 32 to 4096 slots four times the room: a memo that grows to hundreds of entries
+     * (View.__add__'s on a big graph) is rehashed and zeroed half as often, and a small one (most
+     * memos of a small graph) is no larger than before */
+    size_t nc = m->cap ? m->cap * (m->cap >= 32 && m->cap < 4096 ? 4 : 2) : 8;
     PairEnt *nt = calloc(nc, sizeof(PairEnt));
     if (!nt) tg_fail(TG_EINTERNAL, "out of memory growing a pair map");
     memuse_add(m->use, sizeof(PairEnt) * nc);
