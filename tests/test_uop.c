@@ -35,6 +35,10 @@ Test(uop, ops_table_matches_tinygrad_order) {
   cr_assert_eq(OP_CUSTOMI, 89);
   cr_assert_eq(op_from_name("REDUCE_AXIS"), OP_REDUCE_AXIS);
   cr_assert_eq(op_from_name("NOPE"), OP_INVALID);
+  /* every name, those that share a bucket of op_from_name's table among them (MUL, CMPLT, ENDIF, CONST) */
+  for (int i = 1; i < OP_COUNT; i++) cr_assert_eq(op_from_name(op_names[i]), (Op)i, "%s", op_names[i]);
+  cr_assert_eq(op_from_name("MULL"), OP_INVALID);
+  cr_assert_eq(op_from_name(""), OP_INVALID);
   cr_assert(op_in(OP_ADD, G_ALU) && op_in(OP_ADD, G_COMMUTATIVE) && !op_in(OP_SUB, G_COMMUTATIVE));
   cr_assert(op_in(OP_CAST, G_ELEMENTWISE) && !op_in(OP_CAST, G_ALU));
   cr_assert(op_in(OP_RECIP, G_UNSAFEPAD) && op_in(OP_POW, G_UNSAFEPAD) && !op_in(OP_SQRT, G_UNSAFEPAD));

@@ -17,9 +17,13 @@ const unsigned op_groups[OP_COUNT] = {
 #include "ops.def"
 #undef OP
 };
-/* a 256-slot table by (first char, length, last char), filled once; collisions fall back to the scan */
+/* a table of 256 buckets by (first char, length, last char), each holding the up to OPN_WAYS ops of
+ * that key (ADD, AND and VCONST share one, as do MUL, CMPLT, ENDIF and CONST), filled once; a name
+ * is one strcmp per op of its bucket away. A bucket that would overflow marks itself full, and its
+ * names fall back to the scan of every op (none does with tinygrad 0.11.0's ops) */
+enum { OPN_WAYS = 4 };
 Op op_from_name(const char *s) {
-  static _Atomic uint8_t tab[256]; /* 0: unfilled or none, 255: collision, else the op */
+  static _Atomic uint8_t tab[256][OPN_WAYS]; /* ops of the key, 0-padded; tab[k][0] == 255: full */
   static _Atomic bool filled;
   size_t n = strlen(s);
   if (!n) return OP_INVALID;
@@ -27,14 +31,20 @@ Op op_from_name(const char *s) {
   if (!filled) {
     for (int i = 1; i < OP_COUNT; i++) {
       unsigned k = OPN_KEY(op_names[i], strlen(op_names[i]));
-      tab[k] = tab[k] ? 255 : (uint8_t)i;
+      int w = 0;
+      while (w < OPN_WAYS && tab[k][w] && tab[k][w] != 255) w++;
+      if (w < OPN_WAYS && tab[k][0] != 255) tab[k][w] = (uint8_t)i;
+      else tab[k][0] = 255;
     }
     filled = true;
   }
   unsigned k = OPN_KEY(s, n);
 #undef OPN_KEY
-  uint8_t t = tab[k];
-  if (t != 255) return t && strcmp(op_names[t], s) == 0 ? (Op)t : OP_INVALID;
+  if (tab[k][0] != 255) {
+    for (int w = 0; w < OPN_WAYS && tab[k][w]; w++)
+      if (strcmp(op_names[tab[k][w]], s) == 0) return (Op)tab[k][w];
+    return OP_INVALID;
+  }
   for (int i = 1; i < OP_COUNT; i++) if (strcmp(op_names[i], s) == 0) return (Op)i;
   return OP_INVALID;
 }
