@@ -458,7 +458,18 @@ static void prepare_reduce_threads(LCtx *c, Frame *f, UOp *u, UOp *const *idx, i
     const KPiece *x = &pc->v[p];
     if (!mine[x->m]) continue;
     if (x->type == KAX_REDUCE) {   /* symbolic: the whole merged axis, never split */
-      val[p] = reduce_range(c, u, 2000 + p, mfa[x->m], x->size > 0 ? si(x->size) : c->kx->size[x->m]);
+      Sint end = x->size > 0 ? si(x->size) : c->kx->size[x->m];
+      /* a reduce shorter there than the kernel (a fused arange's sum over 4 beside a sum over 32 on
+       * the same axis) ranges over its own source, as tinygrad's lower_reduce_axis takes
+       * x.src[0].shape and the loop lowering xs: where the piece is the whole axis, one factor */
+      int f0 = c->kx->kept[c->kx->lo[x->m]];
+      Sint own = xs->v[srcax[f0]];
+      if (c->kx->lo[x->m] == c->kx->hi[x->m] && si_is_int(own) && si_is_int(end) && si_is_int(c->kx->size[x->m]) &&
+          end.c == c->kx->size[x->m].c && own.c != end.c) {
+        if (own.c > end.c) tg_fail(TG_EINTERNAL, "lower: a reduce longer than its kernel axis");
+        end = own;
+      }
+      val[p] = reduce_range(c, u, 2000 + p, mfa[x->m], end);
       f->ranges[f->nr++] = val[p];
     }
     else if (x->type == KAX_GROUP) { val[p] = c->pvar[p]; f->groups[f->ng++] = p; }
