@@ -12,7 +12,8 @@
  *   cuda_no_device without libcuda.so.1, `run -d cuda` fails TG_EDEVICE "no CUDA device"
  *   thread_opts    LOCAL and GROUPTOP (given by hand) and the heuristic's matvec GROUP render as
  *                  work-group indices, a __local/__shared__ buffer and a barrier, launch exactly, and
- *                  (on PoCL) reproduce tinygrad's values */
+ *                  (on PoCL) reproduce tinygrad's values, a fused arange shorter than its kernel axis
+ *                  (testdata/numeric/arange_onehot) among them */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -234,17 +235,19 @@ static Program *lower_case(const char *name, const KTarget *t, const char *opts)
   cr_assert_fail("%s has no kernel", name);
   return NULL;
 }
-/* numeric case name run on OpenCL with opts for every kernel matches tinygrad's values */
-static void run_with_opts(const char *name, const char *opts) {
+/* numeric case name (of dir; NULL: the corpus's) run on OpenCL with opts for every kernel matches
+ * tinygrad's values */
+static void run_with_opts_in(const char *dir, const char *name, const char *opts) {
   KOptCfg cfg;
   char why[1024] = "";
   cr_assert(kopt_parse(opts, &cfg, why, sizeof why), "%s", why);
   lower_opt_config(&cfg);
-  bool ok = corpus_run_numeric(name, "opencl", why, sizeof why);
+  bool ok = dir ? corpus_run_numeric_in(dir, name, "opencl", why, sizeof why) : corpus_run_numeric(name, "opencl", why, sizeof why);
   static const KOptCfg heuristic = {KOPT_HEURISTIC, 0, {{0}}, 0};
   lower_opt_config(&heuristic);
   cr_expect(ok, "%s under %s: %s", name, opts, why);
 }
+static void run_with_opts(const char *name, const char *opts) { run_with_opts_in(NULL, name, opts); }
 Test(gpu, thread_opts, .timeout = 300) {
   UCtx *top = uop_ctx_new();
   /* LOCAL: 4 rows of the 64x48 matmul per work-group, no local memory */
@@ -279,5 +282,13 @@ Test(gpu, thread_opts, .timeout = 300) {
   run_with_opts("numeric.matvec.2f6e4e", "GROUP:0:8,LOCAL:0:4,UPCAST:0:4");
   run_with_opts("numeric.matvec.2f6e4e", "GROUPTOP:0:8,UPCAST:0:2,LOCAL:0:2");
   run_with_opts("numeric.matmul.59608b", "SWAP:0:1,LOCAL:0:4");
+  /* a fused arange(4) reduced on an axis the kernel runs to 32 (r_4_32_32) ranges over its own 4:
+   * the whole axis, and split by an UNROLL (its 4 as 1 x 4 and 2 x 2 where the kernel runs 8 x 4 and
+   * 16 x 2); each failed before (test_gpu in the commit that added them) */
+  const char *nd = arena_printf(ga(), "%s/testdata/numeric", corpus_src_root());
+  run_with_opts_in(nd, "arange_onehot", "LOCAL:0:4");
+  run_with_opts_in(nd, "arange_onehot", "UNROLL:1:4,LOCAL:0:2");
+  run_with_opts_in(nd, "arange_onehot", "UNROLL:1:2,LOCAL:0:4");
+  run_with_opts_in(nd, "arange_onehot", "UNROLL:0:4,LOCAL:0:4");
   uop_ctx_free(top);
 }

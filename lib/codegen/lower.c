@@ -458,17 +458,24 @@ static void prepare_reduce_threads(LCtx *c, Frame *f, UOp *u, UOp *const *idx, i
     const KPiece *x = &pc->v[p];
     if (!mine[x->m]) continue;
     if (x->type == KAX_REDUCE) {   /* symbolic: the whole merged axis, never split */
-      Sint end = x->size > 0 ? si(x->size) : c->kx->size[x->m];
+      Sint end = x->size > 0 ? si(x->size) : c->kx->size[x->m], ksz = c->kx->size[x->m];
       /* a reduce shorter there than the kernel (a fused arange's sum over 4 beside a sum over 32 on
        * the same axis) ranges over its own source, as tinygrad's lower_reduce_axis takes
-       * x.src[0].shape and the loop lowering xs: where the piece is the whole axis, one factor */
+       * x.src[0].shape and the loop lowering xs. Its opts split every ShapeTracker of the axis
+       * alike ((n // k, k): the UNROLL pieces keep their k and their weights), so this outermost
+       * piece is the source's size over the other pieces' product (one factor on the axis) */
       int f0 = c->kx->kept[c->kx->lo[x->m]];
       Sint own = xs->v[srcax[f0]];
-      if (c->kx->lo[x->m] == c->kx->hi[x->m] && si_is_int(own) && si_is_int(end) && si_is_int(c->kx->size[x->m]) &&
-          end.c == c->kx->size[x->m].c && own.c != end.c) {
-        if (own.c > end.c) tg_fail(TG_EINTERNAL, "lower: a reduce longer than its kernel axis");
-        end = own;
+      if (c->kx->lo[x->m] == c->kx->hi[x->m] && si_is_int(own) && si_is_int(end) && si_is_int(ksz) && own.c != ksz.c) {
+        int64_t other = end.c ? ksz.c / end.c : 0;
+        if (own.c > ksz.c || !other || ksz.c % end.c || own.c % other)
+          tg_fail(TG_EINPUT, "lower: a reduce over %lld of a kernel axis of %lld that its opts split by %lld", (long long)own.c,
+                  (long long)ksz.c, (long long)other);
+        end = si(own.c / other);
       }
+      /* a piece of 1 (the source's size is the other pieces'): no loop, index 0, as the loop
+       * lowering leaves a reduce range of 1 out */
+      if (si_is_int(end) && end.c == 1) { val[p] = uop_const_int(dt_int, 0); continue; }
       val[p] = reduce_range(c, u, 2000 + p, mfa[x->m], end);
       f->ranges[f->nr++] = val[p];
     }

@@ -98,7 +98,11 @@ static UOp *rw_reduce_rangeless(const Match *m, void *ctx) {
   if (red_op(red) != OP_ADD && red_op(red) != OP_MAX) return NULL;
   if (ret->dtype != red->dtype || uop_has_op(ret, OP_RANGE, OP_RANGE)) return NULL;
   if (red_op(red) == OP_ADD)
-    for (int i = 1; i < red->nsrc; i++) ret = u_mul(ret, u_cast(red->src[i]->src[0], dt_scalar_of(ret->dtype)));
+    for (int i = 1; i < red->nsrc; i++) {
+      /* r.src[0]: a range's end (tinygrad's IndexError on a range folded to a constant) */
+      if (red->src[i]->nsrc < 1) tg_fail(TG_EINTERNAL, "lower: a REDUCE over a %s, not a RANGE", op_names[red->src[i]->op]);
+      ret = u_mul(ret, u_cast(red->src[i]->src[0], dt_scalar_of(ret->dtype)));
+    }
   return ret;
 }
 /* devectorize REDUCE: an UNROLL's values are folded in order, ((v0 op v1) op v2)... */

@@ -208,3 +208,12 @@ lt = (xw.layernorm() * lw + lb).tanh().sum()
 lt.backward()
 case("unrolled_update", [(xv * 2 - 1).sum(1), (xv.exp() - 1).sum(1), (xv + 1).sum(), (xv.exp() * 2 - 1).sum(), xv.tanh().sum(1),
                          lt, xw.grad, lw.grad, lb.grad])
+
+# arange_onehot: a one-hot test against arange(4), summed over 4, fused (FUSE_ARANGE) into a max over
+# 32 beside an arange(32) on the same reduce axis (tinygrad's r_4_32_32): on OpenCL and CUDA, a
+# kernel with work-group opts (LOCAL, UNROLL and LOCAL) once ranged the arange(4) over the kernel's 32
+# (test_gpu thread_opts runs it under several)
+ra = np.random.default_rng(5)
+ia = Tensor(ra.integers(0, 4, (32,)).astype(np.int32)).realize()
+xa = Tensor(ra.standard_normal((32, 4)).astype(np.float32)).realize()
+case("arange_onehot", [((ia.reshape(32, 1) == Tensor.arange(4)).float() * xa * (Tensor.arange(32).reshape(32, 1) + 1).float()).max(0)])
