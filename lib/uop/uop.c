@@ -31,9 +31,10 @@ Op op_from_name(const char *s) {
   if (!filled) {
     for (int i = 1; i < OP_COUNT; i++) {
       unsigned k = OPN_KEY(op_names[i], strlen(op_names[i]));
+      if (tab[k][0] == 255) continue;   /* full already: its names are scanned */
       int w = 0;
-      while (w < OPN_WAYS && tab[k][w] && tab[k][w] != 255) w++;
-      if (w < OPN_WAYS && tab[k][0] != 255) tab[k][w] = (uint8_t)i;
+      while (w < OPN_WAYS && tab[k][w]) w++;
+      if (w < OPN_WAYS) tab[k][w] = (uint8_t)i;
       else tab[k][0] = 255;
     }
     filled = true;
