@@ -89,6 +89,8 @@ conformance: $(BUILD)/tgc $(BUILD)/conformance
 	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 --bits-bar 1.0 $(CONFORMANCE_BARS) testdata/numeric
 	@echo "== testdata/regress: random graphs that once failed (testdata/regress/README.md)"
 	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 --bits-bar 1.0 $(CONFORMANCE_BARS) testdata/regress
+	@echo "== testdata/models, testdata/zoo: real models (testdata/models/make_models.py)"
+	$(BUILD)/conformance --numeric cpu --numeric-bar 1.0 --bits-bar 1.0 $(CONFORMANCE_BARS) testdata/models testdata/zoo
 
 # randcheck: differential test on graphs the corpus does not hold: tools/randgraph.py writes seeded
 # random tinygrad programs with tinygrad's own schedule (and, for the numeric set, its outputs), and

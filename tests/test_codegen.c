@@ -636,6 +636,22 @@ Test(codegen, heuristic_matches_tinygrad_random, .timeout = 600) {
   }
 }
 
+/* the same on the real models of testdata/zoo (testdata/models/make_models.py: a LLaMA block with a
+ * KV cache at a Variable, BERT, optimizer steps, convs, an LSTM, sharding, ...; testdata/opts/zoo.tsv
+ * and zoo_opencl.tsv from tools/opts_oracle.py), on both renderers: every kernel named and
+ * optimized as tinygrad does */
+Test(codegen, heuristic_matches_tinygrad_zoo, .timeout = 600) {
+  static const struct { const char *tsv; const KTarget *t; } sets[] = {
+    {"testdata/opts/zoo.tsv", &ktarget_c}, {"testdata/opts/zoo_opencl.tsv", &ktarget_opencl}};
+  for (int i = 0; i < 2; i++) {
+    int lines, sg, sn, nb, good = heuristic_agreement_in(sets[i].tsv, "testdata/zoo", sets[i].t, &lines, &sg, &sn, &nb);
+    cr_expect_gt(lines, 400);
+    cr_expect_eq(nb, 0, "%s: %d of %d kernels with tinygrad's axes and opts are not named as tinygrad names them", sets[i].tsv, nb, sg);
+    cr_expect_eq(sn, lines, "%s: %d of %d kernels are not named (without opts) as tinygrad names them", sets[i].tsv, lines - sn, lines);
+    cr_expect_eq(good, lines, "%s: %d of %d kernels differ from tinygrad's opts", sets[i].tsv, lines - good, lines);
+  }
+}
+
 /* numpy: float32 -> float16 bits */
 Test(codegen, half_bits) {
   cr_expect_eq(render_f2h(1.0f), 0x3c00);

@@ -1,5 +1,14 @@
 #!/usr/bin/env python3
-"""Regenerates the real-model graph files in testdata/models/ with tinygrad 0.11.0 and tools/tgc_graph.py.
+"""Regenerates the real-model graph files in testdata/models/ and testdata/zoo/ with tinygrad 0.11.0
+and tools/tgc_graph.py.
+
+testdata/models/ holds the models `make bench` times. testdata/zoo/ holds more, small, models
+for `make conformance`: a LLaMA block with its KV cache and a bound Variable, a BERT layer, training
+steps under SGD (Nesterov), LAMB, AdamW and Adam (batchnorm convs, a residual block, sharded over two
+devices), GroupNorm and ConvTranspose2d with interpolate, an unrolled LSTM, embedding with
+cross-entropy, argmax and topk, half and bfloat16 casts, a split reduce, causal attention, cumsum,
+cummax and sort. Most zoo models carry seeded random data for every input (Tensor.empty is made to
+return realized random tensors while they are built), so their expect files hold tinygrad's values.
 
 Each model is built in a fresh subprocess (tinygrad's UOps are hash-consed process-wide, so metadata
 and buffer identities must not leak between models), seeded, on the CPU device, and exported as
@@ -45,11 +54,11 @@ def cnn_train():
       return self.l(x.flatten(1))
   return _train_step(CNN(), (8, 1, 28, 28), 10, nn.optim.Adam)
 
-def _train_step(model, xshape, nclass, opt_fn):
+def _train_step(model, xshape, nclass, opt_fn, **opt_kw):
   from tinygrad import Tensor, dtypes
   from tinygrad.nn.state import get_parameters
   _params_empty(model)
-  opt = opt_fn(get_parameters(model), lr=1e-3)
+  opt = opt_fn(get_parameters(model), **({"lr": 1e-3} | opt_kw))
   def step():
     x, y = Tensor.empty(*xshape), Tensor.empty(xshape[0], dtype=dtypes.int32)
     opt.zero_grad()
@@ -133,17 +142,220 @@ def mlp2_fwd():
   w2, b2 = Tensor(rng.standard_normal((32, 8), dtype=np.float32)*0.25).realize(), Tensor(rng.standard_normal(8, dtype=np.float32)*0.1).realize()
   return [((x @ w1 + b1).relu() @ w2 + b2).softmax(-1)]
 
-MODELS = {"mnist_mlp_train": (mnist_mlp_train, False), "cnn_train": (cnn_train, False), "resnet18_fwd": (resnet18_fwd, False),
-          "gpt2_fwd": (gpt2_fwd, False), "sharded_matmul": (sharded_matmul, False), "mlp2_fwd": (mlp2_fwd, "inline")}
+
+# ********** zoo: small models of many kinds (testdata/zoo) **********
+
+def llama_block():
+  """A LLaMA-style block for one token at start_pos=5: RMSNorm, rotary embedding, a KV cache
+  written with assign at a bound Variable and read back to start_pos+1, SwiGLU."""
+  from tinygrad import Tensor, nn, Variable
+  D, H, T, MAXC = 64, 4, 1, 32
+  hd = D // H
+  wq, wk, wv, wo = [nn.Linear(D, D, bias=False) for _ in range(4)]
+  w1, w2, w3 = nn.Linear(D, 128, bias=False), nn.Linear(128, D, bias=False), nn.Linear(D, 128, bias=False)
+  n1, n2 = nn.RMSNorm(D), nn.RMSNorm(D)
+  for l in (wq, wk, wv, wo, w1, w2, w3, n1, n2): _params_empty(l)
+  cache_k = Tensor.zeros(1, MAXC, H, hd).contiguous().realize()
+  cache_v = Tensor.zeros(1, MAXC, H, hd).contiguous().realize()
+  freqs = Tensor.empty(MAXC, hd // 2, 2).realize()
+  sp = Variable("start_pos", 1, MAXC - 1).bind(5)
+  x = Tensor.empty(1, T, D)
+  h = n1(x)
+  q, k, v = wq(h).reshape(1, T, H, hd), wk(h).reshape(1, T, H, hd), wv(h).reshape(1, T, H, hd)
+  f = freqs.shrink(((sp, sp + T), None, None)).reshape(1, T, 1, hd // 2, 2)
+  def rope(t):
+    t = t.reshape(1, T, H, hd // 2, 2)
+    a, b, c, s = t[..., 0:1], t[..., 1:2], f[..., 0:1], f[..., 1:2]
+    return (a * c - b * s).cat(a * s + b * c, dim=-1).reshape(1, T, H, hd)
+  q, k = rope(q), rope(k)
+  Tensor.realize(cache_k.shrink((None, (sp, sp + T), None, None)).assign(k), cache_v.shrink((None, (sp, sp + T), None, None)).assign(v))
+  keys, vals = cache_k.shrink((None, (0, sp + T), None, None)), cache_v.shrink((None, (0, sp + T), None, None))
+  att = q.transpose(1, 2).scaled_dot_product_attention(keys.transpose(1, 2), vals.transpose(1, 2)).transpose(1, 2).reshape(1, T, D)
+  x = x + wo(att)
+  return [x + w2(w1(n2(x)).silu() * w3(n2(x)))]
+
+def llama_kv_assign():
+  """The KV cache update alone: a stacked (k, v) assigned into a shrink at a bound Variable."""
+  from tinygrad import Tensor, Variable
+  MAXC, H, hd = 16, 2, 8
+  cache = Tensor.zeros(2, 1, MAXC, H, hd).contiguous().realize()
+  sp = Variable("start_pos", 0, MAXC - 2).bind(3)
+  k, v = Tensor.empty(1, 2, H, hd), Tensor.empty(1, 2, H, hd)
+  return [cache.shrink((None, None, (sp, sp + 2), None, None)).assign(Tensor.stack(k, v))]
+
+def bert_layer():
+  """A BERT encoder layer: attention with an additive mask, LayerNorms, a GELU MLP."""
+  from tinygrad import Tensor, nn
+  D, H, T, B = 64, 4, 16, 2
+  qkv, o, f1, f2, ln1, ln2 = nn.Linear(D, 3*D), nn.Linear(D, D), nn.Linear(D, 4*D), nn.Linear(4*D, D), nn.LayerNorm(D), nn.LayerNorm(D)
+  for l in (qkv, o, f1, f2, ln1, ln2): _params_empty(l)
+  x, mask = Tensor.empty(B, T, D), Tensor.empty(B, 1, 1, T)
+  q, k, v = [t.reshape(B, T, H, D//H).transpose(1, 2) for t in qkv(x).split(D, dim=2)]
+  a = (q @ k.transpose(-1, -2) / 4 + mask).softmax(-1) @ v
+  x = ln1(x + o(a.transpose(1, 2).reshape(B, T, D)))
+  return [ln2(x + f2(f1(x).gelu()))]
+
+class _MLP:
+  def __init__(self, act, ln=False):
+    from tinygrad import nn
+    self.l1, self.l2, self.act, self.ln = nn.Linear(32, 64), nn.Linear(64, 10), act, nn.LayerNorm(64) if ln else None
+  def __call__(self, x):
+    h = self.l1(x)
+    return self.l2(self.act(self.ln(h) if self.ln else h))
+
+def mlp_sgd_momentum():
+  """MLP 32-64-10 (leaky ReLU), one SGD step with Nesterov momentum and weight decay."""
+  from tinygrad import nn, Tensor
+  return _train_step(_MLP(Tensor.leaky_relu), (16, 32), 10, nn.optim.SGD, lr=0.01, momentum=0.9, nesterov=True, weight_decay=1e-4)
+
+def mlp_lamb():
+  """MLP 32-64-10 (tanh), one LAMB step."""
+  from tinygrad import nn, Tensor
+  return _train_step(_MLP(Tensor.tanh), (16, 32), 10, nn.optim.LAMB, lr=1e-3)
+
+def mlp_adamw():
+  """MLP 32-64-10 with a LayerNorm and GELU, one AdamW step."""
+  from tinygrad import nn, Tensor
+  return _train_step(_MLP(Tensor.gelu, ln=True), (16, 32), 10, nn.optim.AdamW, lr=1e-3)
+
+def convbn_train():
+  """Conv-BatchNorm-ReLU-avgpool, a strided conv with swish, linear; one Adam step (batch 4, 3x32x32)."""
+  from tinygrad import nn
+  class M:
+    def __init__(self):
+      self.c1, self.b1, self.c2, self.b2 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.Conv2d(8, 8, 3, stride=2), nn.BatchNorm2d(8)
+      self.l = nn.Linear(8*7*7, 10)
+    def __call__(self, x):
+      x = self.b1(self.c1(x)).relu().avg_pool2d(2)
+      return self.l(self.b2(self.c2(x)).swish().flatten(1))
+  return _train_step(M(), (4, 3, 32, 32), 10, nn.optim.Adam, lr=1e-3)
+
+def resnet_block_train():
+  """A residual block (two bias-free convs with BatchNorm), global mean, linear; one SGD momentum step."""
+  from tinygrad import nn
+  class M:
+    def __init__(self):
+      self.c1, self.b1 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+      self.c2, self.b2 = nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+      self.l = nn.Linear(8, 10)
+    def __call__(self, x):
+      y = self.b2(self.c2(self.b1(self.c1(x)).relu()))
+      return self.l((y + x).relu().mean((2, 3)))
+  return _train_step(M(), (2, 8, 16, 16), 10, nn.optim.SGD, lr=0.1, momentum=0.9)
+
+def sharded_train():
+  """MLP 32-64-10 with its weights on two devices and the batch sharded, one Adam step."""
+  from tinygrad import Tensor, nn, dtypes
+  from tinygrad.nn.state import get_parameters
+  devs = ("CPU", "CPU:1")
+  l1, l2 = nn.Linear(32, 64), nn.Linear(64, 10)
+  _params_empty(l1); _params_empty(l2)
+  for p in get_parameters([l1, l2]): p.to_(devs)
+  opt = nn.optim.Adam(get_parameters([l1, l2]), lr=1e-3)
+  def step():
+    x, y = Tensor.empty(16, 32).shard(devs, axis=0), Tensor.empty(16, dtype=dtypes.int32).shard(devs, axis=0)
+    opt.zero_grad()
+    loss = l2(l1(x).relu()).sparse_categorical_crossentropy(y).backward()
+    return [loss] + opt.schedule_step()
+  with Tensor.train():
+    Tensor.realize(*step())
+    return step()
+
+def groupnorm_convt():
+  """GroupNorm, SiLU, ConvTranspose2d (stride 2), conv; bilinear-style interpolate and a spatial max."""
+  from tinygrad import Tensor, nn
+  gn, ct, c = nn.GroupNorm(4, 16), nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1), nn.Conv2d(8, 4, 3, padding=1)
+  for l in (gn, ct, c): _params_empty(l)
+  y = c(ct(gn(Tensor.empty(2, 16, 8, 8)).silu()))
+  return [y.interpolate((32, 32), mode="linear"), y.max(axis=(2, 3))]
+
+def lstm_unrolled():
+  """An LSTMCell unrolled over 5 steps, the hidden states summed."""
+  from tinygrad import Tensor, nn
+  cell = nn.LSTMCell(16, 32)
+  _params_empty(cell)
+  xs, h, c, outs = Tensor.empty(5, 4, 16), Tensor.zeros(4, 32), Tensor.zeros(4, 32), []
+  for t in range(5):
+    h, c = cell(xs[t], (h, c))
+    outs.append(h)
+  return [Tensor.stack(*outs).sum(0)]
+
+def embed_ce_argmax():
+  """Embedding and linear to 100 logits: label-smoothed cross-entropy, argmax and the top 3 softmax values."""
+  from tinygrad import Tensor, nn, dtypes
+  e, l = nn.Embedding(100, 32), nn.Linear(32, 100)
+  _params_empty(e); _params_empty(l)
+  logits = l(e(Tensor.empty(4, 8, dtype=dtypes.int32)))
+  tgt = Tensor.empty(4, 8, dtype=dtypes.int32)
+  return [logits.sparse_categorical_crossentropy(tgt, label_smoothing=0.1), logits.argmax(-1), logits.softmax(-1).topk(3)[0]]
+
+def half_mixed():
+  """A half matmul accumulated to float, a bfloat16 round trip, log_softmax; a masked half sum."""
+  from tinygrad import Tensor, dtypes
+  a, b = Tensor.empty(32, 64, dtype=dtypes.half), Tensor.empty(64, 48, dtype=dtypes.half)
+  d = a.matmul(b, dtype=dtypes.float).cast(dtypes.bfloat16).relu().cast(dtypes.float).log_softmax(-1)
+  return [d, (a.float().exp2() < 1.5).where(a, 0).sum(1)]
+
+def big_reduce():
+  """Reductions of a 4096x1024 tensor, large enough for SPLIT_REDUCEOP: std, max of column sums, row RMS."""
+  from tinygrad import Tensor
+  x = Tensor.empty(4096, 1024)
+  return [x.std(), x.sum(0).max(), (x * x).mean(1).sqrt()]
+
+def attention_causal():
+  """Causal scaled_dot_product_attention, 8 heads of 128 tokens by 64."""
+  from tinygrad import Tensor
+  q, k, v = Tensor.empty(1, 8, 128, 64), Tensor.empty(1, 8, 128, 64), Tensor.empty(1, 8, 128, 64)
+  return [q.scaled_dot_product_attention(k, v, is_causal=True)]
+
+def cumsum_sort():
+  """cumsum, cumprod, sort and cummax."""
+  from tinygrad import Tensor
+  x = Tensor.empty(64)
+  return [x.cumsum(), x.cumprod(0), x.sort()[0], Tensor.empty(8, 33).cummax(1)[0]]
+
+class _RandomEmpty:
+  """While active, Tensor.empty returns a realized seeded random tensor (integers in [0, 10), for
+  class labels and token ids alike; floats uniform in [0, 1)), so the graph carries every input's
+  data and tinygrad computes the outputs."""
+  def __enter__(self):
+    from tinygrad import Tensor, dtypes
+    from tinygrad.dtype import to_dtype
+    self.orig = Tensor.empty
+    def empty(*shape, dtype=None, **kw):
+      if len(shape) == 1 and isinstance(shape[0], tuple): shape = shape[0]
+      dt = dtypes.float32 if dtype is None else to_dtype(dtype)
+      if dtypes.is_int(dt): return Tensor.randint(*shape, low=0, high=10, dtype=dt, **kw).realize()
+      return Tensor.rand(*shape, dtype=dt, **kw).realize()
+    Tensor.empty = staticmethod(empty)
+  def __exit__(self, *a):
+    from tinygrad import Tensor
+    Tensor.empty = self.orig
+
+# name: (function, data: False | "inline" | "random" (npy files of _RandomEmpty's data), directory)
+MODELS = {"mnist_mlp_train": (mnist_mlp_train, False, "models"), "cnn_train": (cnn_train, False, "models"),
+          "resnet18_fwd": (resnet18_fwd, False, "models"), "gpt2_fwd": (gpt2_fwd, False, "models"),
+          "sharded_matmul": (sharded_matmul, False, "models"), "mlp2_fwd": (mlp2_fwd, "inline", "models"),
+          **{n: (globals()[n], "random", "zoo") for n in ("llama_block", "bert_layer", "mlp_sgd_momentum", "mlp_lamb", "mlp_adamw",
+                                                          "convbn_train", "resnet_block_train", "groupnorm_convt", "lstm_unrolled",
+                                                          "embed_ce_argmax", "cumsum_sort")},
+          # no data: tinygrad's CPU cannot run half_mixed (its clang rejects the half kernels) or
+          # llama_kv_assign (a buffer view at a Variable's offset); the other two are large
+          **{n: (globals()[n], False, "zoo") for n in ("llama_kv_assign", "sharded_train", "half_mixed", "big_reduce", "attention_causal")}}
 
 def build_one(name:str) -> None:
   import tgc_graph
   from tinygrad import Tensor
   Tensor.manual_seed(0)
-  fn, data = MODELS[name]
-  graph = HERE / f"{name}.graph.json"
-  tgc_graph.export(fn(), graph, with_data=data)
-  rc = subprocess.run([sys.executable, str(HERE.parent.parent / "tools" / "tgc_graph.py"), "oracle", str(graph), "-o", str(HERE / f"{name}.expect.json")],
+  fn, data, sub = MODELS[name]
+  out = HERE.parent / sub
+  out.mkdir(exist_ok=True)
+  graph = out / f"{name}.graph.json"
+  if data == "random":
+    with _RandomEmpty(): tensors = fn()
+    tgc_graph.export(tensors, graph, with_data="npy")
+  else: tgc_graph.export(fn(), graph, with_data=data)
+  rc = subprocess.run([sys.executable, str(HERE.parent.parent / "tools" / "tgc_graph.py"), "oracle", str(graph), "-o", str(out / f"{name}.expect.json")],
                       capture_output=True, text=True)
   if rc.returncode != 0: raise SystemExit(f"oracle failed on {graph}:\n{rc.stderr}")
   print(f"{name}: {rc.stdout.strip()}, {graph.stat().st_size} bytes")
