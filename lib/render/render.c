@@ -1,8 +1,8 @@
 /* render.c: a Program as C source (tinygrad's CStyleLanguage._render, ClangRenderer).
  *
  * One pass over the instructions: every value gets a name by its op (val, alu, cast, acc,
- * ridx), CONSTs, DEFINE_VARs and RANGEs print inline, and an ALU/CAST/BITCAST used once, by an
- * instruction at the same depth, prints inline in its user (tinygrad inlines single-use ALU ops).
+ * ridx), CONSTs, DEFINE_VARs and RANGEs print inline, and an ALU/CAST/BITCAST used once prints
+ * inline in its user, at any depth (tinygrad inlines single-use ALU ops).
  * Semantics follow tinygrad's CPU (clang) backend: C division and modulo, MAX as (a<b?b:a),
  * casts as C casts, integer results narrower than int cast back to their type, half as clang's
  * __fp16 (float arithmetic, rounded where a value is named, cast, accumulated or stored) and
@@ -413,7 +413,6 @@ typedef struct R {
   const Program *p;
   Map names;        /* UOp -> const char* (a variable name or an inline expression) */
   Map uses;         /* UOp -> use count (intptr_t) */
-  Map usedepth;     /* UOp -> depth of the last user + 1 */
   Map vec;          /* a LOAD in a vector group -> its VLoad */
   const bool *scalar; /* per instruction: keep its loads scalar (NULL: none) */
   int cnt[8];       /* per name prefix */
@@ -594,10 +593,9 @@ static const char *render_expr(R *r, UOp *u) {
 }
 
 static intptr_t use_count(R *r, UOp *u) { return (intptr_t)map_get(&r->uses, u, uop_h(u), NULL); }
-static void count_use(R *r, UOp *u, int depth) {
-  if (u->op == OP_INDEX) { for (int k = 1; k < u->nsrc; k++) count_use(r, u->src[k], depth); return; }
+static void count_use(R *r, UOp *u) {
+  if (u->op == OP_INDEX) { for (int k = 1; k < u->nsrc; k++) count_use(r, u->src[k]); return; }
   map_put(&r->uses, u, uop_h(u), (void *)(use_count(r, u) + 1));
-  map_put(&r->usedepth, u, uop_h(u), (void *)(intptr_t)(depth + 1));
 }
 
 static void uncount_use(R *r, UOp *u) {
@@ -938,7 +936,7 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
   RenderLaunch launch;
   render_launch(p, be, &launch);
   UOp *ploop = be->parallel ? parallel_loop(p) : NULL;
-  map_init(&r.names, a); map_init(&r.uses, a); map_init(&r.usedepth, a); map_init(&r.vec, a);
+  map_init(&r.names, a); map_init(&r.uses, a); map_init(&r.vec, a);
   if (be->vec4) {
     if (be->simd) r.scalar = scalar_loads(&r, p);
     find_vec_loads(&r);
@@ -949,18 +947,18 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
     const VLoad *vl = in->kind == LK_VALUE ? map_get(&r.vec, u, uop_h(u), NULL) : NULL;
     if (vl) {   /* a lane: the group's head uses the base and the mask, once */
       if (vl->head == vl) {
-        if (vl->base) count_use(&r, vl->base, p->inst[vl->first].depth);
-        if (vl->valid) count_use(&r, vl->valid, p->inst[vl->first].depth);
+        if (vl->base) count_use(&r, vl->base);
+        if (vl->valid) count_use(&r, vl->valid);
       }
       continue;
     }
     /* MAX prints its operands twice: count them twice so they get a variable */
     int times = (in->kind == LK_VALUE && u->op == OP_MAX) || (in->kind == LK_ACCUM && u->arg->op == OP_MAX) ? 2 : 1;
     for (int t = 0; t < times; t++) {
-      if (in->kind == LK_VALUE || in->kind == LK_STORE) for (int k = 0; k < u->nsrc; k++) count_use(&r, u->src[k], in->depth);
-      if (in->kind == LK_ACCUM) count_use(&r, in->aux, in->depth);
+      if (in->kind == LK_VALUE || in->kind == LK_STORE) for (int k = 0; k < u->nsrc; k++) count_use(&r, u->src[k]);
+      if (in->kind == LK_ACCUM) count_use(&r, in->aux);
     }
-    if (in->kind == LK_LOOP) count_use(&r, u->src[0], in->depth);
+    if (in->kind == LK_LOOP) count_use(&r, u->src[0]);
   }
   /* index arithmetic only vector lanes used is dead now: drop its uses of its own sources, last first */
   if (r.vec.live)
@@ -1069,15 +1067,15 @@ char *render_function(Arena *a, const Program *p, const RenderBackend *be) {
                                               : arena_printf(a, "%s[%d]", vl->head->name, vl->lane))
                          : render_expr(&r, u);
       bool can_inline = pure_value(u);
-      intptr_t ud = (intptr_t)map_get(&r.usedepth, u, uop_h(u), NULL);
-      if (can_inline && use_count(&r, u) == 1 && ud == in->depth + 1) { map_put(&r.names, u, uop_h(u), (void *)e); break; }
-      if (can_inline && use_count(&r, u) == 0) { map_put(&r.names, u, uop_h(u), (void *)e); break; } /* only vector lanes used it */
+      /* tinygrad's renderer prints a single-use ALU, CAST or BITCAST in its user, wherever that is:
+       * inside a loop or an if (a GROUP's reduce under lidx0==0), the expression is the user's, and
+       * the compiler contracts a*b+c in it to an FMA as it does in tinygrad's source */
+      if (can_inline && use_count(&r, u) <= 1) { map_put(&r.names, u, uop_h(u), (void *)e); break; } /* 0: only vector lanes used it */
       int pf = u->op == OP_LOAD ? PF_VAL : (u->op == OP_CAST || u->op == OP_BITCAST) ? PF_CAST : PF_ALU;
       const char *vn = arena_printf(a, "%s%d", prefixes[pf], r.cnt[pf]++);
       map_put(&r.names, u, uop_h(u), (void *)vn);
-      /* a named __fp16 is rounded (loads, vector lanes and casts to half are halves already), but
-       * not one used once that is named only to keep it out of a deeper loop: tinygrad inlines it */
-      if (fp16_lazy(&r, u->dtype) && !vl && u->op != OP_LOAD && u->op != OP_CAST && u->op != OP_BITCAST && !(can_inline && use_count(&r, u) == 1))
+      /* a named __fp16 is rounded (loads, vector lanes and casts to half are halves already) */
+      if (fp16_lazy(&r, u->dtype) && !vl && u->op != OP_LOAD && u->op != OP_CAST && u->op != OP_BITCAST)
         e = round16(&r, u->dtype, e);
       sb_indent(&b, d);
       sb_printf(&b, "%s %s = %s;\n", be->type_name(u->dtype), vn, e);
