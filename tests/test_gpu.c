@@ -131,6 +131,24 @@ static const char *opencl_bits_graph(const char *name) {
   }
   return NULL;
 }
+/* graph gp run on OpenCL gives expect's outputs byte for byte: 1, or 0 and why */
+static int opencl_bits_case(const char *gp, const char *expect, char *why, size_t wn) {
+  UCtx *c = case_begin();
+  volatile int ok = 0;
+  TgTry t;
+  if (TG_TRY(t)) {
+    Graph *g = graph_read_file(gp);
+    Expect *x = expect_read_file(expect);
+    Schedule *s = driver_schedule(g);
+    DriverRun *r = driver_run_device(g, s, "opencl");
+    if (!driver_compare(r, x, why, wn)) ok = 0;
+    else if (!driver_same_bits(r, x)) snprintf(why, wn, "close to tinygrad's OpenCL values, not their bits");
+    else ok = 1;
+    tg_try_end(&t);
+  } else snprintf(why, wn, "error %d: %.900s", tg_last_error.code, tg_last_error.msg);
+  case_end(c);
+  return ok;
+}
 Test(gpu, opencl_bits, .timeout = 900) {
   char w[256];
   if (!rtcl_available(w, sizeof w)) cr_skip_test("%s", w);
@@ -145,26 +163,14 @@ Test(gpu, opencl_bits, .timeout = 900) {
   while ((e = readdir(d))) {
     size_t l = strlen(e->d_name);
     if (l < 13 || strcmp(e->d_name + l - 12, ".expect.json")) continue;
-    char *name = arena_printf(ga(), "%.*s", (int)(l - 12), e->d_name);
+    char *name = arena_printf(ga(), "%.*s", (int)(l - 12), e->d_name), why[1024] = "";
     const char *gp = opencl_bits_graph(name);
     cr_expect(gp, "%s: no source graph", name);
     if (!gp) continue;
     seen |= strcmp(name, "mlp_sgd_momentum") == 0;
     ran++;
-    UCtx *c = case_begin();
-    char why[1024] = "";
-    TgTry t;
-    if (TG_TRY(t)) {
-      Graph *g = graph_read_file(gp);
-      Expect *x = expect_read_file(arena_printf(ga(), "%s/%s", dir, e->d_name));
-      Schedule *s = driver_schedule(g);
-      DriverRun *r = driver_run_device(g, s, "opencl");
-      if (!driver_compare(r, x, why, sizeof why)) cr_log_warn("%s: %s", name, why);
-      else if (!driver_same_bits(r, x)) cr_log_warn("%s: close to tinygrad's OpenCL values, not their bits", name);
-      else pass++;
-      tg_try_end(&t);
-    } else cr_log_warn("%s: error %d: %.900s", name, tg_last_error.code, tg_last_error.msg);
-    case_end(c);
+    if (opencl_bits_case(gp, arena_printf(ga(), "%s/%s", dir, e->d_name), why, sizeof why)) pass++;
+    else cr_log_warn("%s: %s", name, why);
   }
   closedir(d);
   cr_expect(seen, "mlp_sgd_momentum is in %s", dir);
