@@ -302,6 +302,25 @@ static Program *lower_case(const char *name, const KTarget *t, const char *opts)
   cr_assert_fail("%s has no kernel", name);
   return NULL;
 }
+/* the kernel of the corpus numeric case name that tgc names kname, lowered for t with the heuristic's opts */
+static Program *lower_case_named(const char *name, const KTarget *t, const char *kname) {
+  KOptCfg cfg = {KOPT_HEURISTIC, 0, {{0}}, 0};
+  Graph *g = graph_read_file(arena_printf(ga(), "%s/numeric/%s.graph.json", oracle(), name));
+  Schedule *s = driver_schedule(g);
+  for (int i = 0; i < s->nitems; i++) {
+    if (s->items[i].ast->op != OP_SINK) continue;
+    Program *p = lower_kernel_for(s->items[i].ast, NULL, &cfg, t);
+    if (!strcmp(p->name, kname)) return p;
+  }
+  cr_assert_fail("%s has no kernel %s", name, kname);
+  return NULL;
+}
+/* a division or modulo by a constant in source text (comments aside: '/' before '*' or ' ') */
+static bool has_const_divmod(const char *src) {
+  for (const char *q = src; *q; q++)
+    if ((*q == '/' || *q == '%') && q[1] >= '0' && q[1] <= '9') return true;
+  return false;
+}
 /* numeric case name (of dir; NULL: the corpus's) run on OpenCL with opts for every kernel matches
  * tinygrad's values */
 static void run_with_opts_in(const char *dir, const char *name, const char *opts) {
@@ -338,6 +357,13 @@ Test(gpu, thread_opts, .timeout = 300) {
   /* the heuristic on a GPU target: the matvec gets tinygrad's GROUP:0:8,LOCAL:0:4,UPCAST:0:4 */
   p = lower_case("numeric.matvec.2f6e4e", &ktarget_opencl, NULL);
   cr_expect_str_eq(kopt_format(ga(), p->nopts, p->opts), "GROUP:0:8,LOCAL:0:4,UPCAST:0:4");
+  /* a merged axis split into GLOBAL, LOCAL and UPCAST pieces is indexed as tinygrad indexes it, every
+   * ShapeTracker reshaped to the merged shape: layernorm's E_5_4_16_4_4 merges its (5, 4) rows into
+   * one axis of 20, and its loads and stores are linear in gidx0 and lidx0. Unravelled over (5, 4)
+   * and raveled back, the indices divided and took the modulo by 5 */
+  p = lower_case_named("numeric.layernorm.519ed3", &ktarget_opencl, "E_5_4_16_4_4");
+  src = render_function(ga(), p, &render_opencl);
+  cr_expect(!has_const_divmod(src) && strstr(src, "((gidx0*1024)+(lidx0*256)+alu0)"), "%s", src);
   /* ... and the C target keeps its own (no locals) */
   p = lower_case("numeric.matvec.2f6e4e", &ktarget_c, NULL);
   cr_expect(p->nspecial == 0 && !strstr(kopt_format(ga(), p->nopts, p->opts), "LOCAL"));

@@ -17,7 +17,9 @@
  *
  * Thread lowering (GPU targets with LOCAL/GROUP/GROUPTOP/SWAP opts, tinygrad's lowerer +
  * add_gpudims): every merged axis' index is the sum of its pieces (kopt_pieces) times their
- * weights, unravelled over the axes it merges; GLOBAL pieces read SPECIAL gidx indices, LOCAL and
+ * weights, unravelled over the axes it merges (a ShapeTracker read at such an index vector is
+ * reshaped to the merged shape and indexed at the merged indices, as tinygrad's kernel reshapes every
+ * ShapeTracker: no division and modulo to undo); GLOBAL pieces read SPECIAL gidx indices, LOCAL and
  * GROUP pieces lidx, UPCAST/UNROLL pieces constants (one index vector per combination), REDUCE
  * pieces a RANGE per reduce. A grouped reduce stores each thread's partial value to the local
  * buffer (those STOREs are linearized first), then a barrier, then the final stores open an IF
@@ -51,6 +53,8 @@ typedef struct LCtx {
   const int64_t *fto;    /* PADTO: per full-shape axis its padded size (0: not padded; NULL: none) */
   Map rmap;              /* key(REDUCE_AXIS, axis) -> its RANGE, shared by every index it is asked at */
   Map flatof;            /* idx_key of a VIEW's source index vector -> Flat: the flat offset it unravels */
+  Map midxof;            /* thread lowering: idx_key of an index vector over the F axes -> UOp*[kx->n],
+                          * the merged axes' indices it was unravelled from (midx_put) */
   /* thread lowering (pc NULL: the loop lowering) */
   const KPieces *pc;     /* the kernel's axes after opts */
   const KAxes *kx;       /* merged axis m is F axes kx->kept[lo[m]..hi[m]] */
@@ -312,6 +316,47 @@ static void merged_unravel(LCtx *c, int m, UOp *idx, UOp **out) {
   unravel(&sl, idx, o);
   for (int i = 0; i < n; i++) out[k->kept[k->lo[m] + i]] = o[i];
 }
+/* thread lowering: the index vector vec over the F axes was unravelled from the merged axes'
+ * indices v (v[m], one per merged axis). tinygrad reshapes every ShapeTracker of the kernel to the
+ * merged shape and indexes it with those, so a contiguous run of axes costs one multiply where
+ * raveling the unravelled indices leaves a division and a modulo per axis (index_st) */
+static void midx_put(LCtx *c, int n, UOp *const *vec, UOp **v) {
+  UOp *k = idx_key(n, vec);
+  bool isnew;
+  void **slot = map_slot(&c->midxof, k, uop_h(k), &isnew);
+  if (isnew) *slot = v;
+}
+static UOp **midx_get(LCtx *c, int n, UOp *const *vec) {
+  UOp *k = idx_key(n, vec);
+  return map_get(&c->midxof, k, uop_h(k), NULL);
+}
+/* st at the merged indices of index vector idx (n F axes), as tinygrad indexes it: reshaped to the
+ * merged shape (ShapeTracker.reshape: the last view reshaped, or a view appended); false when idx
+ * has no merged indices or st's shape is not the F axes' */
+static bool index_st_merged(LCtx *c, const ShapeTracker *st, UOp *const *idx, int n, UOp **fi, UOp **valid) {
+  const KAxes *k = c->kx;
+  UOp **mv = n == k->nf ? midx_get(c, n, idx) : NULL;
+  if (!mv) return false;
+  SList sh = st_shape(st);
+  for (int f = 0; f < n; f++) if (c->fm[f] < 0 && !(si_is_int(sh.v[f]) && sh.v[f].c == 1)) return false;
+  Sint *ms = arena_alloc(c->a, sizeof(Sint) * (size_t)(k->n + 1));
+  UOp **mi = arena_alloc(c->a, sizeof(UOp *) * (size_t)(k->n + 1));
+  for (int m = 0; m < k->n; m++) {
+    int64_t p = 1;
+    for (int i = k->lo[m]; i <= k->hi[m]; i++) {
+      Sint d = sh.v[k->kept[i]];
+      if (!si_is_int(d)) return false;
+      p *= d.c;
+    }
+    ms[m] = si(p);
+    mi[m] = p == 1 ? uop_const_int(dt_int, 0) : mv[m];
+    if (!mi[m]) return false;
+  }
+  const ShapeTracker *rs = st_reshape(st, sl(k->n, ms));
+  if (!rs) return false;
+  st_to_indexed_uops(rs, mi, fi, valid);
+  return true;
+}
 /* PADTO: pv and also merged axis m's index below its old size, when m is padded */
 static UOp *merged_pad(LCtx *c, UOp *pv, int m, UOp *const *val) {
   const KAxes *k = c->kx;
@@ -487,16 +532,27 @@ static void prepare_reduce_threads(LCtx *c, Frame *f, UOp *u, UOp *const *idx, i
   f->chn = arena_alloc(c->a, sizeof(UOp *) * (size_t)combos);
   f->chk = arena_alloc(c->a, sizeof(UOp *) * (size_t)combos);
   UOp **fi = arena_alloc(c->a, sizeof(UOp *) * (size_t)(nf + 1));
+  /* the merged indices behind idx, when the source's axes are the F axes (no swizzled reduce) */
+  UOp **pmv = n == nf && xs->n == nf ? midx_get(c, n, idx) : NULL;
+  for (int a = 0; a < nf && pmv; a++) if (srcax[a] >= 0 && srcax[a] != a) pmv = NULL;
   for (int64_t t = 0; t < combos; t++) {
     int64_t q = t;
     for (int i = nu - 1; i >= 0; i--) { val[un[i]] = uop_const_int(dt_int, q % pc->v[un[i]].size); q /= pc->v[un[i]].size; }
     UOp **ni = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
     memcpy(ni, base, sizeof(UOp *) * (size_t)xs->n);
+    UOp **mv = NULL;
+    if (pmv) {
+      mv = arena_alloc(c->a, sizeof(UOp *) * (size_t)(nm + 1));
+      memcpy(mv, pmv, sizeof(UOp *) * (size_t)nm);
+    }
     for (int m = 0; m < nm; m++) {
       if (!mine[m]) continue;
-      merged_unravel(c, m, merged_index(c, m, val), fi);
+      UOp *mi = merged_index(c, m, val);
+      if (mv) mv[m] = mi;
+      merged_unravel(c, m, mi, fi);
       for (int i = c->kx->lo[m]; i <= c->kx->hi[m]; i++) ni[srcax[c->kx->kept[i]]] = fi[c->kx->kept[i]];
     }
+    if (mv) midx_put(c, xs->n, ni, mv);
     UOp *pvt = pv;   /* padded reduce axes: their merged indices below the old ends */
     for (int m = 0; m < nm; m++) if (mine[m]) pvt = merged_pad(c, pvt, m, val);
     f->chn[t] = u->src[0]; f->chk[t] = idx_keyp(c, xs->n, ni, pvt);
@@ -565,6 +621,7 @@ static void index_st(LCtx *c, const ShapeTracker *st, UOp *const *idx, int n, UO
     SList sh = st_shape(st);
     if (f && sl_same(f->shape, &sh)) { *fi = f->flat; *valid = c_true(); return; }
   }
+  if (c->pc && index_st_merged(c, st, idx, n, fi, valid)) return;
   st_to_indexed_uops(st, idx, fi, valid);
 }
 
@@ -874,7 +931,7 @@ static void group_index(LCtx *c, SList sh, int i, int64_t j, UOp **g, UOp **rang
  * (Kernel.sts[0]) */
 static UOp *store_index(LCtx *c, UOp *s, UOp *view, UOp **g, UOp *pv) {
   UOp *fi, *valid;
-  st_to_indexed_uops(view->arg->st, g, &fi, &valid);
+  if (!c->pc || !index_st_merged(c, view->arg->st, g, st_shape(view->arg->st).n, &fi, &valid)) st_to_indexed_uops(view->arg->st, g, &fi, &valid);
   c->out_rec = c->recs.n;
   rec_index(c, s, fi, valid, view->arg->st);
   c->out_idx = fi; c->out_valid = valid;
@@ -929,13 +986,18 @@ static UOp *lower_store_threads(LCtx *c, UOp *s, int64_t t) {
   }
   int nf = c->kx->nf;
   UOp **fi = arena_alloc(c->a, sizeof(UOp *) * (size_t)(nf + 1));
-  for (int m = 0; m < c->kx->n; m++) if (!c->kx->reduce[m]) merged_unravel(c, m, merged_index(c, m, val), fi);
+  UOp **mv = arena_alloc(c->a, sizeof(UOp *) * (size_t)(c->kx->n + 1)); /* the merged indices (reduce axes: 0) */
+  for (int m = 0; m < c->kx->n; m++) {
+    mv[m] = c->kx->reduce[m] ? uop_const_int(dt_int, 0) : merged_index(c, m, val);
+    if (!c->kx->reduce[m]) merged_unravel(c, m, mv[m], fi);
+  }
   UOp **g = arena_alloc(c->a, sizeof(UOp *) * (size_t)(sh.n + 1));
   for (int i = 0; i < sh.n; i++) {
     if (si_is_int(sh.v[i]) && sh.v[i].c == 1) { g[i] = uop_const_int(dt_int, 0); continue; }
     if (i >= nf || !fi[i]) tg_fail(TG_EINTERNAL, "lower: store axis %d has no index", i);
     g[i] = fi[i];
   }
+  if (sh.n == nf) midx_put(c, sh.n, g, mv);
   UOp *pv = NULL;   /* padded output axes: their merged indices below the old ends */
   for (int m = 0; m < c->kx->n; m++) if (!c->kx->reduce[m]) pv = merged_pad(c, pv, m, val);
   UOp *ix = store_index(c, s, view, g, pv);
@@ -1448,6 +1510,7 @@ static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, 
   map_init(&c->memo, a);
   map_init(&c->rmap, a);
   map_init(&c->flatof, a);
+  map_init(&c->midxof, a);
   map_init(&c->recd, a);
   compute_shapes(c, topo);
   int maxd = 0;
