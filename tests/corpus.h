@@ -94,20 +94,21 @@ static inline int corpus_list_dir(const char *dirp, char ***out) {
 /* the same under corpus_oracle()/sub ("schedule", "numeric") */
 static inline int corpus_list(const char *sub, char ***out) { return corpus_list_dir(arena_printf(ga(), "%s/%s", corpus_oracle(), sub), out); }
 
-/* run dir/name.graph.json on dev ("cpu", "opencl", "cuda") and compare with dir/name.expect.json;
- * when it matches, a perturbed float output must not (the comparison can fail). 1 match, 0 not
- * (why says what differs or the error) */
-static inline int corpus_run_numeric_in(const char *dirp, const char *name, const char *dev, char *why, size_t wn) {
+/* run graph file gp on dev ("cpu", "opencl", "cuda") and compare with expect file xp's outputs (bits:
+ * byte for byte); when they match, a perturbed float output must not (the comparison can fail).
+ * 1 match, 0 not (why says what differs or the error) */
+static inline int corpus_run_files(const char *gp, const char *xp, const char *dev, bool bits, char *why, size_t wn) {
   UCtx *c = corpus_case_begin();
   volatile int ok = 0;
   TgTry t;
   if (TG_TRY(t)) {
-    Graph *g = graph_read_file(arena_printf(ga(), "%s/%s.graph.json", dirp, name));
-    Expect *x = expect_read_file(arena_printf(ga(), "%s/%s.expect.json", dirp, name));
+    Graph *g = graph_read_file(gp);
+    Expect *x = expect_read_file(xp);
     Schedule *s = driver_schedule(g);
     driver_check_inputs(g, s);
     DriverRun *r = driver_run_device(g, s, dev);
     ok = driver_compare(r, x, why, wn);
+    if (ok && bits && !driver_same_bits(r, x)) { ok = 0; snprintf(why, wn, "close to the expected values, not their bits"); }
     if (ok && r->noutputs && r->outs[0].dtype->scalar == SC_FLOAT && r->outs[0].nbytes >= 4) {
       ((float *)r->outs[0].data)[0] = ((float *)r->outs[0].data)[0] * 2.0f + 1.0f;
       char w2[256];
@@ -117,6 +118,11 @@ static inline int corpus_run_numeric_in(const char *dirp, const char *name, cons
   } else snprintf(why, wn, "error %d: %.900s", tg_last_error.code, tg_last_error.msg);
   corpus_case_end(c);
   return ok;
+}
+/* the same for dir/name.graph.json against dir/name.expect.json (values within tolerance) */
+static inline int corpus_run_numeric_in(const char *dirp, const char *name, const char *dev, char *why, size_t wn) {
+  return corpus_run_files(arena_printf(ga(), "%s/%s.graph.json", dirp, name), arena_printf(ga(), "%s/%s.expect.json", dirp, name), dev, false,
+                          why, wn);
 }
 /* the same for a case of corpus_oracle()/numeric */
 static inline int corpus_run_numeric(const char *name, const char *dev, char *why, size_t wn) {

@@ -620,20 +620,26 @@ Test(codegen, heuristic_matches_tinygrad_opencl, .timeout = 600) {
   cr_expect_eq(bad, 0, "%d of %d kernels differ from tinygrad's OpenCL opts", bad, lines);
 }
 
+/* every kernel of the expect files in dir listed in tsv (the CPU renderer's) and in tsv_opencl gets
+ * tinygrad's name without opts, its opts, and its name with them, on both renderers (at least
+ * min_lines kernels in each table) */
+static void expect_all_agree(const char *tsv, const char *tsv_opencl, const char *dir, int min_lines) {
+  const struct { const char *tsv; const KTarget *t; } sets[] = {{tsv, &ktarget_c}, {tsv_opencl, &ktarget_opencl}};
+  for (int i = 0; i < 2; i++) {
+    int lines, sg, sn, nb, good = heuristic_agreement_in(sets[i].tsv, dir, sets[i].t, &lines, &sg, &sn, &nb);
+    cr_expect_gt(lines, min_lines);
+    cr_expect_eq(nb, 0, "%s: %d of %d kernels with tinygrad's axes and opts are not named as tinygrad names them", sets[i].tsv, nb, sg);
+    cr_expect_eq(sn, lines, "%s: %d of %d kernels are not named (without opts) as tinygrad names them", sets[i].tsv, lines - sn, lines);
+    cr_expect_eq(good, lines, "%s: %d of %d kernels differ from tinygrad's opts", sets[i].tsv, lines - good, lines);
+  }
+}
+
 /* the same on random graphs outside the corpus (testdata/opts/random/: tools/randgraph.py, with
  * Variables, sharding and pads; testdata/opts/README.md), on both renderers: kernels with a symbolic
  * axis (strides that are UOps, which tinygrad's simplify_merge_adjacent does not merge) and masked
  * loads whose splits append a view */
 Test(codegen, heuristic_matches_tinygrad_random, .timeout = 600) {
-  static const struct { const char *tsv; const KTarget *t; } sets[] = {
-    {"testdata/opts/random.tsv", &ktarget_c}, {"testdata/opts/random_opencl.tsv", &ktarget_opencl}};
-  for (int i = 0; i < 2; i++) {
-    int lines, sg, sn, nb, good = heuristic_agreement_in(sets[i].tsv, "testdata/opts/random", sets[i].t, &lines, &sg, &sn, &nb);
-    cr_expect_gt(lines, 100);
-    cr_expect_eq(nb, 0, "%s: %d of %d kernels with tinygrad's axes and opts are not named as tinygrad names them", sets[i].tsv, nb, sg);
-    cr_expect_eq(sn, lines, "%s: %d of %d kernels are not named (without opts) as tinygrad names them", sets[i].tsv, lines - sn, lines);
-    cr_expect_eq(good, lines, "%s: %d of %d kernels differ from tinygrad's opts", sets[i].tsv, lines - good, lines);
-  }
+  expect_all_agree("testdata/opts/random.tsv", "testdata/opts/random_opencl.tsv", "testdata/opts/random", 100);
 }
 
 /* the same on the real models of testdata/zoo (testdata/models/make_models.py: a LLaMA block with a
@@ -641,15 +647,7 @@ Test(codegen, heuristic_matches_tinygrad_random, .timeout = 600) {
  * and zoo_opencl.tsv from tools/opts_oracle.py), on both renderers: every kernel named and
  * optimized as tinygrad does */
 Test(codegen, heuristic_matches_tinygrad_zoo, .timeout = 600) {
-  static const struct { const char *tsv; const KTarget *t; } sets[] = {
-    {"testdata/opts/zoo.tsv", &ktarget_c}, {"testdata/opts/zoo_opencl.tsv", &ktarget_opencl}};
-  for (int i = 0; i < 2; i++) {
-    int lines, sg, sn, nb, good = heuristic_agreement_in(sets[i].tsv, "testdata/zoo", sets[i].t, &lines, &sg, &sn, &nb);
-    cr_expect_gt(lines, 400);
-    cr_expect_eq(nb, 0, "%s: %d of %d kernels with tinygrad's axes and opts are not named as tinygrad names them", sets[i].tsv, nb, sg);
-    cr_expect_eq(sn, lines, "%s: %d of %d kernels are not named (without opts) as tinygrad names them", sets[i].tsv, lines - sn, lines);
-    cr_expect_eq(good, lines, "%s: %d of %d kernels differ from tinygrad's opts", sets[i].tsv, lines - good, lines);
-  }
+  expect_all_agree("testdata/opts/zoo.tsv", "testdata/opts/zoo_opencl.tsv", "testdata/zoo", 400);
 }
 
 /* numpy: float32 -> float16 bits */

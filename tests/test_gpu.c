@@ -131,24 +131,6 @@ static const char *opencl_bits_graph(const char *name) {
   }
   return NULL;
 }
-/* graph gp run on OpenCL gives expect's outputs byte for byte: 1, or 0 and why */
-static int opencl_bits_case(const char *gp, const char *expect, char *why, size_t wn) {
-  UCtx *c = case_begin();
-  volatile int ok = 0;
-  TgTry t;
-  if (TG_TRY(t)) {
-    Graph *g = graph_read_file(gp);
-    Expect *x = expect_read_file(expect);
-    Schedule *s = driver_schedule(g);
-    DriverRun *r = driver_run_device(g, s, "opencl");
-    if (!driver_compare(r, x, why, wn)) ok = 0;
-    else if (!driver_same_bits(r, x)) snprintf(why, wn, "close to tinygrad's OpenCL values, not their bits");
-    else ok = 1;
-    tg_try_end(&t);
-  } else snprintf(why, wn, "error %d: %.900s", tg_last_error.code, tg_last_error.msg);
-  case_end(c);
-  return ok;
-}
 Test(gpu, opencl_bits, .timeout = 900) {
   char w[256];
   if (!rtcl_available(w, sizeof w)) cr_skip_test("%s", w);
@@ -169,7 +151,7 @@ Test(gpu, opencl_bits, .timeout = 900) {
     if (!gp) continue;
     seen |= strcmp(name, "mlp_sgd_momentum") == 0;
     ran++;
-    if (opencl_bits_case(gp, arena_printf(ga(), "%s/%s", dir, e->d_name), why, sizeof why)) pass++;
+    if (corpus_run_files(gp, arena_printf(ga(), "%s/%s", dir, e->d_name), "opencl", true, why, sizeof why)) pass++;
     else cr_log_warn("%s: %s", name, why);
   }
   closedir(d);
