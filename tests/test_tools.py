@@ -197,6 +197,29 @@ def test_model_expect_is_current(name, tmp_path):
   assert (tmp_path / "e.json").read_bytes() == (MODELS / f"{name}.expect.json").read_bytes()
   tgc_check(g, json.loads((MODELS / f"{name}.expect.json").read_text())["kernels"])
 
+ZOO = ROOT / "testdata" / "zoo"
+OPENCL = ROOT / "testdata" / "opencl"
+
+@pytest.mark.parametrize("name", ["llama_block", "mlp_sgd_momentum", "sharded_train"])
+def test_zoo_expect_is_current(name, tmp_path):
+  g = ZOO / f"{name}.graph.json"
+  check_graph_doc(json.loads(g.read_text()))
+  run_tool("oracle", g, "-o", tmp_path / "e.json")
+  assert (tmp_path / "e.json").read_bytes() == (ZOO / f"{name}.expect.json").read_bytes()
+
+def _tinygrad_gpu() -> bool:
+  r = subprocess.run([sys.executable, "-c", "from tinygrad import Device; Device['GPU']"], capture_output=True, text=True)
+  return r.returncode == 0
+
+def test_oracle_device_gpu(tmp_path):
+  # --device GPU: tinygrad schedules and runs the graph on its OpenCL device (testdata/opencl's values)
+  if not _tinygrad_gpu(): pytest.skip("tinygrad has no GPU (OpenCL) device here")
+  g = ORACLE / "numeric" / "numeric.matmul.59608b.graph.json"
+  run_tool("oracle", g, "--device", "GPU", "-o", tmp_path / "e.json")
+  e = json.loads((tmp_path / "e.json").read_text())
+  assert "outputs" in e and all(b["buffer"]["device"] == "GPU" for item in e["schedule"] for b in item["bufs"])
+  assert e["outputs"] == json.loads((OPENCL / "numeric.matmul.59608b.expect.json").read_text())["outputs"]
+
 def test_model_features():
   ops = {n: {r["op"] for r in json.loads((MODELS / f"{n}.graph.json").read_text())["uops"]} for n in MODEL_NAMES}
   assert "ASSIGN" in ops["cnn_train"] and "ASSIGN" in ops["mnist_mlp_train"]

@@ -12,7 +12,7 @@ emitted as earlier rows. UNIQUE args are renumbered densely in row order, as in 
   oracle(path)            what tinygrad 0.11.0 schedules for a graph file (the expect document)
   bench(path)             time tinygrad's get_kernelize_map on a graph file
 
-CLI:  tgc_graph.py oracle GRAPH [-o EXPECT.json] [--outputs auto|yes|no] [--opts LIST]
+CLI:  tgc_graph.py oracle GRAPH [-o EXPECT.json] [--outputs auto|yes|no] [--opts LIST] [--device GPU]
       tgc_graph.py bench GRAPH [--repeat N] [--cold] [--pair BUILD/bench]
       tgc_graph.py validate GRAPH... [--jobs N]     (oracle vs. the corpus expect next to GRAPH)
 
@@ -265,9 +265,17 @@ def _buffer_bytes(row:dict, base:pathlib.Path, where:str, nbytes:int, dt:DType) 
   if len(raw) != nbytes: raise GraphError(f"{where}: data: {len(raw)} bytes, expected {nbytes}")
   return raw
 
-def load_graph(path:str|os.PathLike, set_options:bool=True, with_data:bool=True) -> Loaded:
+def _on_device(arg, device:str):
+  """A DEVICE row's arg with tinygrad's CPU devices moved to device: CPU -> device, CPU:n -> device:n."""
+  if isinstance(arg, tuple): return tuple(_on_device(a, device) for a in arg)
+  if arg == "CPU": return device
+  if isinstance(arg, str) and arg.startswith("CPU:"): return device + arg[3:]
+  return arg
+
+def load_graph(path:str|os.PathLike, set_options:bool=True, with_data:bool=True, device:str|None=None) -> Loaded:
   """Rebuild tinygrad UOps from a graph file; BUFFERs with data get real, filled Buffers; the UNIQUE
-  counter is moved past every UNIQUE in the graph. Applies the graph's options unless set_options=False."""
+  counter is moved past every UNIQUE in the graph. Applies the graph's options unless set_options=False.
+  device: the graph's CPU devices become this tinygrad device (GPU: its OpenCL backend), CPU:n device:n."""
   path = pathlib.Path(path)
   name = str(path)
   try: doc = json.loads(sys.stdin.read() if name == "-" else path.read_text())
@@ -295,6 +303,7 @@ def load_graph(path:str|os.PathLike, set_options:bool=True, with_data:bool=True)
     tag = _decode_value(row.get("tag"), uops, where+": tag")
     uop = Ops[op]
     if uop is Ops.CONST: arg = _const_arg(arg, dt)
+    if uop is Ops.DEVICE and device: arg = _on_device(arg, device)
     if uop is Ops.UNIQUE:
       if not isinstance(arg, int) or isinstance(arg, bool): raise GraphError(f"{where}: arg: UNIQUE needs an int")
       uniques.add(arg)
@@ -423,12 +432,13 @@ def _kernel_bufs(k:UOp, L:Loaded, new_ids:dict[int, int]) -> list[dict]:
     ret.append(_buf_desc(b, L, new_ids) if b.op is Ops.BUFFER else {"other": b.op.name})
   return ret
 
-def runnable(L:Loaded) -> bool:
+def runnable(L:Loaded, device:str="CPU") -> bool:
   """Can tinygrad compute this graph here: every BUFFER has data and every device is a CPU (or NPY,
-  the host arrays tinygrad copies numpy inputs from)."""
+  the host arrays tinygrad copies numpy inputs from), or the device the graph was loaded onto."""
+  ok = lambda d: d in (device, "CPU", "NPY") or d.startswith(f"{device}:") or d.startswith("CPU:")
   for row,u in zip(L.doc["uops"], L.uops):
     if u.op is Ops.BUFFER and "data" not in row: return False
-    if u.op is Ops.DEVICE and any(not (d in ("CPU", "NPY") or d.startswith("CPU:")) for d in ((u.arg,) if isinstance(u.arg, str) else u.arg)): return False
+    if u.op is Ops.DEVICE and any(not ok(d) for d in ((u.arg,) if isinstance(u.arg, str) else u.arg)): return False
   return True
 
 @contextlib.contextmanager
@@ -450,11 +460,13 @@ def kernel_opts(spec:str|None):
   try: yield
   finally: O.hand_coded_optimizations = real
 
-def oracle(path:str|os.PathLike, outputs:bool|None=None, opts:str|None=None) -> dict:
+def oracle(path:str|os.PathLike, outputs:bool|None=None, opts:str|None=None, device:str|None=None) -> dict:
   """The expect document (FORMATS.md §2) for a graph file, computed by tinygrad 0.11.0. outputs:
   None = when runnable on CPU, True = always (fails if not runnable), False = never. opts: the
-  values computed with that opt list on every kernel (kernel_opts)."""
-  L = load_graph(path, set_options=False)
+  values computed with that opt list on every kernel (kernel_opts). device: schedule and run the
+  graph on that tinygrad device instead of its CPU (GPU: tinygrad's OpenCL heuristic and kernels;
+  the expect file's kernels then name it)."""
+  L = load_graph(path, set_options=False, device=device)
   with options(L.options), kernel_opts(opts):
     sched_sink, ks, schedule, var_vals = schedule_graph(L)
     doc: dict[str, Any] = {"format": "tgc.expect", "version": FORMAT_VERSION, "producer": PRODUCER,
@@ -470,7 +482,7 @@ def oracle(path:str|os.PathLike, outputs:bool|None=None, opts:str|None=None) -> 
       rows += encode_rows(list(seen)[before:], with_meta=False, start=before, ids=ids)
       items.append({"op": ast.op.name, "ast": ids[ast], "bufs": _kernel_bufs(k, L, new_ids), "metadata": [_enc_metadata(m) for m in k.arg.metadata]})
     doc["schedule"], doc["uops"] = items, rows
-    if outputs is None: outputs = runnable(L)
+    if outputs is None: outputs = runnable(L, device or "CPU")
     if outputs: doc["outputs"] = compute_outputs(sched_sink, schedule, var_vals)
   return doc
 
@@ -595,6 +607,7 @@ def main(argv:list[str]|None=None) -> int:
   o.add_argument("graph"); o.add_argument("-o", "--output", help="expect file to write (default: none)")
   o.add_argument("--outputs", choices=("auto", "yes", "no"), default="auto", help="record computed outputs (auto: when runnable on CPU)")
   o.add_argument("--opts", metavar="LIST", help="compute the outputs with this opt list on every kernel (tgc's --opts syntax)")
+  o.add_argument("--device", metavar="DEV", help="run on this tinygrad device instead of the graph's CPU (GPU: OpenCL, to compare with tgc run -d opencl)")
   b = sub.add_parser("bench", help="time tinygrad's get_kernelize_map on GRAPH")
   b.add_argument("graph"); b.add_argument("--repeat", type=int, default=5)
   b.add_argument("--cold", action="store_true", help="clear tinygrad's View/ShapeTracker caches before each run")
@@ -604,7 +617,7 @@ def main(argv:list[str]|None=None) -> int:
   a = ap.parse_args(argv)
   try:
     if a.cmd == "oracle":
-      doc = oracle(a.graph, outputs={"auto": None, "yes": True, "no": False}[a.outputs], opts=a.opts)
+      doc = oracle(a.graph, outputs={"auto": None, "yes": True, "no": False}[a.outputs], opts=a.opts, device=a.device)
       if a.output:
         tmp = a.output + ".tmp"
         pathlib.Path(tmp).write_text(_dumps(doc))

@@ -2,17 +2,16 @@
 """Records tinygrad 0.11.0's values on its OpenCL device (GPU=1, here PoCL on the CPU) for numeric
 graphs of the corpus, testdata/numeric and testdata/zoo, as testdata/opencl/NAME.expect.json.
 
-Each source graph is copied (with its .npy inputs) into a temporary directory with its device "CPU"
-renamed "GPU", and `tools/tgc_graph.py oracle --outputs yes` schedules and runs it there: tinygrad
-applies its OpenCL heuristic (LOCAL, GROUP, GROUPTOP) and PoCL compiles its OpenCL C. The expect
-file's kernels name the GPU device; tests/test_gpu.c (opencl_bits) reads only its outputs, runs the
+`tools/tgc_graph.py oracle --device GPU --outputs yes` loads each source graph with its CPU device
+renamed GPU and schedules and runs it there: tinygrad applies its OpenCL heuristic (LOCAL, GROUP,
+GROUPTOP) and PoCL compiles its OpenCL C. The expect file's kernels name the GPU device; tests/test_gpu.c (opencl_bits) reads only its outputs, runs the
 source graph with `-d opencl` and requires them byte for byte. PoCL contracts a*b+c to an FMA inside
 one expression, so the bits also pin down which values tgc's OpenCL source prints inline.
 
   python3 testdata/opencl/make_opencl.py [ORACLE]     (ORACLE defaults to ../shared/oracle)
 Needs PoCL (pocl-opencl-icd) and tinygrad 0.11.0.
 """
-import os, pathlib, re, shutil, subprocess, sys, tempfile
+import pathlib, subprocess, sys
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
@@ -31,13 +30,9 @@ def main(argv):
   oracle = pathlib.Path(argv[0] if argv else ROOT.parent / "shared" / "oracle").resolve()
   for where, name in SOURCES:
     src = oracle / "numeric" if where == "oracle" else ROOT / where
-    with tempfile.TemporaryDirectory() as tmp:
-      for f in src.glob(f"{name}.*"):
-        if f.name.endswith(".graph.json"): (pathlib.Path(tmp) / f.name).write_text(re.sub(r'"CPU"', '"GPU"', f.read_text()))
-        elif f.suffix == ".npy": shutil.copy(f, tmp)
-      p = subprocess.run([sys.executable, str(ROOT / "tools" / "tgc_graph.py"), "oracle", f"{tmp}/{name}.graph.json", "--outputs", "yes",
-                          "-o", str(HERE / f"{name}.expect.json")], capture_output=True, text=True)
-      if p.returncode: raise SystemExit(f"{name}: {p.stderr[-2000:]}")
-      print(f"{name}: {p.stdout.strip()}")
+    p = subprocess.run([sys.executable, str(ROOT / "tools" / "tgc_graph.py"), "oracle", str(src / f"{name}.graph.json"), "--device", "GPU",
+                        "--outputs", "yes", "-o", str(HERE / f"{name}.expect.json")], capture_output=True, text=True)
+    if p.returncode: raise SystemExit(f"{name}: {p.stderr[-2000:]}")
+    print(f"{name}: {p.stdout.strip()}")
 
 if __name__ == "__main__": main(sys.argv[1:])
