@@ -219,11 +219,14 @@ def mlp_adamw():
   return _train_step(_MLP(Tensor.gelu, ln=True), (16, 32), 10, nn.optim.AdamW, lr=1e-3)
 
 def convbn_train():
-  """Conv-BatchNorm-ReLU-avgpool, a strided conv with swish, linear; one Adam step (batch 4, 3x32x32)."""
+  """Conv-BatchNorm-ReLU-avgpool, a strided conv with swish, linear; one Adam step (batch 4, 3x32x32).
+  The convs have no bias, as before a BatchNorm in real models: a bias there has a gradient of zero up
+  to rounding, which Adam scales up to the learning rate, so its update would be rounding noise."""
   from tinygrad import nn
   class M:
     def __init__(self):
-      self.c1, self.b1, self.c2, self.b2 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.Conv2d(8, 8, 3, stride=2), nn.BatchNorm2d(8)
+      self.c1, self.b1 = nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8)
+      self.c2, self.b2 = nn.Conv2d(8, 8, 3, stride=2, bias=False), nn.BatchNorm2d(8)
       self.l = nn.Linear(8*7*7, 10)
     def __call__(self, x):
       x = self.b1(self.c1(x)).relu().avg_pool2d(2)
