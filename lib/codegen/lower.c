@@ -349,13 +349,16 @@ static bool index_st_merged(LCtx *c, const ShapeTracker *st, UOp *const *idx, in
       p *= d.c;
     }
     ms[m] = si(p);
-    mi[m] = p == 1 ? uop_const_int(dt_int, 0) : mv[m];
-    if (!mi[m]) return false;
+    mi[m] = p == 1 ? uop_const_int(dt_int, 0) : mv[m];   /* mv has every merged axis (midx_put's callers fill them all) */
   }
   const ShapeTracker *rs = st_reshape(st, sl(k->n, ms));
   if (!rs) return false;
   st_to_indexed_uops(rs, mi, fi, valid);
   return true;
+}
+/* st_to_indexed_uops at index vector idx, or in thread lowering at its merged indices when it has them */
+static void st_index_at(LCtx *c, const ShapeTracker *st, UOp *const *idx, int n, UOp **fi, UOp **valid) {
+  if (!c->pc || !index_st_merged(c, st, idx, n, fi, valid)) st_to_indexed_uops(st, idx, fi, valid);
 }
 /* PADTO: pv and also merged axis m's index below its old size, when m is padded */
 static UOp *merged_pad(LCtx *c, UOp *pv, int m, UOp *const *val) {
@@ -621,8 +624,7 @@ static void index_st(LCtx *c, const ShapeTracker *st, UOp *const *idx, int n, UO
     SList sh = st_shape(st);
     if (f && sl_same(f->shape, &sh)) { *fi = f->flat; *valid = c_true(); return; }
   }
-  if (c->pc && index_st_merged(c, st, idx, n, fi, valid)) return;
-  st_to_indexed_uops(st, idx, fi, valid);
+  st_index_at(c, st, idx, n, fi, valid);
 }
 
 /* fill f's children (or f->done) for node at index vector ikey */
@@ -931,7 +933,7 @@ static void group_index(LCtx *c, SList sh, int i, int64_t j, UOp **g, UOp **rang
  * (Kernel.sts[0]) */
 static UOp *store_index(LCtx *c, UOp *s, UOp *view, UOp **g, UOp *pv) {
   UOp *fi, *valid;
-  if (!c->pc || !index_st_merged(c, view->arg->st, g, st_shape(view->arg->st).n, &fi, &valid)) st_to_indexed_uops(view->arg->st, g, &fi, &valid);
+  st_index_at(c, view->arg->st, g, st_shape(view->arg->st).n, &fi, &valid);
   c->out_rec = c->recs.n;
   rec_index(c, s, fi, valid, view->arg->st);
   c->out_idx = fi; c->out_valid = valid;

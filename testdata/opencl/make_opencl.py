@@ -4,8 +4,9 @@ graphs of the corpus, testdata/numeric and testdata/zoo, as testdata/opencl/NAME
 
 `tools/tgc_graph.py oracle --device GPU --outputs yes` loads each source graph with its CPU device
 renamed GPU and schedules and runs it there: tinygrad applies its OpenCL heuristic (LOCAL, GROUP,
-GROUPTOP) and PoCL compiles its OpenCL C. The expect file's kernels name the GPU device; tests/test_gpu.c (opencl_bits) reads only its outputs, runs the
-source graph with `-d opencl` and requires them byte for byte. PoCL contracts a*b+c to an FMA inside
+GROUPTOP) and PoCL compiles its OpenCL C. The expect file's kernels name the GPU device;
+tests/test_gpu.c (opencl_bits) reads only its outputs, runs the source graph with `-d opencl` and
+requires them byte for byte. PoCL contracts a*b+c to an FMA inside
 one expression, so the bits also pin down which values tgc's OpenCL source prints inline.
 
   python3 testdata/opencl/make_opencl.py [ORACLE]     (ORACLE defaults to ../shared/oracle)
