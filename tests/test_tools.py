@@ -200,7 +200,7 @@ def test_model_expect_is_current(name, tmp_path):
 ZOO = ROOT / "testdata" / "zoo"
 OPENCL = ROOT / "testdata" / "opencl"
 
-@pytest.mark.parametrize("name", ["llama_block", "mlp_sgd_momentum", "sharded_train"])
+@pytest.mark.parametrize("name", ["llama_block", "mlp_sgd_momentum", "sharded_train", "dropout_train"])
 def test_zoo_expect_is_current(name, tmp_path):
   g = ZOO / f"{name}.graph.json"
   check_graph_doc(json.loads(g.read_text()))

@@ -7,8 +7,11 @@ for `make conformance`: a LLaMA block with its KV cache and a bound Variable, a 
 steps under SGD (Nesterov), LAMB, AdamW and Adam (batchnorm convs, a residual block, sharded over two
 devices), GroupNorm and ConvTranspose2d with interpolate, an unrolled LSTM, embedding with
 cross-entropy, argmax and topk, half and bfloat16 casts, a split reduce, causal attention, cumsum,
-cummax and sort. Most zoo models carry seeded random data for every input (Tensor.empty is made to
-return realized random tensors while they are built), so their expect files hold tinygrad's values.
+cummax and sort; a MobileNet block, a small U-Net and ViT, integer and bitwise ops, tensor plumbing
+(gather, einsum, reflect padding, ...), dropout with tinygrad's threefry random numbers, more
+reductions, conv variants (1d, 3d, grouped, transposed, dilated) and int8 quantization. Most zoo
+models carry seeded random data for every input (Tensor.empty is made to return realized random
+tensors while they are built), so their expect files hold tinygrad's values.
 
 Each model is built in a fresh subprocess (tinygrad's UOps are hash-consed process-wide, so metadata
 and buffer identities must not leak between models), seeded, on the CPU device, and exported as
@@ -317,6 +320,118 @@ def cumsum_sort():
   x = Tensor.empty(64)
   return [x.cumsum(), x.cumprod(0), x.sort()[0], Tensor.empty(8, 33).cummax(1)[0]]
 
+# ********** more kinds of model (zoo): layers, integer and tensor ops the others lack **********
+
+def mobilenet_block():
+  """A MobileNetV3-style block in eval mode: depthwise conv, hardswish, pointwise conv with
+  BatchNorm, squeeze-and-excite, avg_pool2d."""
+  from tinygrad import Tensor, nn
+  x = Tensor.empty(2, 16, 14, 14)
+  dw = nn.Conv2d(16, 16, 3, padding=1, groups=16); pw = nn.Conv2d(16, 24, 1); bn = nn.BatchNorm2d(24)
+  se1, se2 = nn.Linear(24, 6), nn.Linear(6, 24)
+  _params_empty(dw); _params_empty(pw); _params_empty(se1); _params_empty(se2)
+  Tensor.training = False
+  y = bn(pw(dw(x).hardswish())).hardswish()
+  s = y.mean((2, 3)); s = se2(se1(s).relu()).sigmoid()
+  y = y * s.reshape(2, 24, 1, 1)
+  return [y.avg_pool2d(2)]
+
+def unet_small():
+  """A two-level U-Net: conv, max_pool2d, conv, nearest interpolate back up, skip concatenation,
+  conv, sigmoid."""
+  from tinygrad import Tensor, nn
+  x = Tensor.empty(1, 3, 16, 16)
+  c1, c2, c3 = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 16, 3, padding=1), nn.Conv2d(24, 4, 3, padding=1)
+  for c in (c1, c2, c3): _params_empty(c)
+  a = c1(x).relu()
+  b = c2(a.max_pool2d(2)).relu()
+  u = b.interpolate((16, 16), mode="nearest")
+  return [c3(a.cat(u, dim=1)).sigmoid()]
+
+def vit_tiny():
+  """A one-block ViT: patch conv (stride 4), class token and position embedding, pre-LayerNorm
+  attention (scaled_dot_product_attention) and GELU MLP, softmax of the class token."""
+  from tinygrad import Tensor, nn
+  x = Tensor.empty(2, 3, 16, 16)
+  patch = nn.Conv2d(3, 32, 4, stride=4); _params_empty(patch)
+  cls, pos = Tensor.empty(1, 1, 32), Tensor.empty(1, 17, 32)
+  ln1, ln2 = nn.LayerNorm(32), nn.LayerNorm(32)
+  qkv, proj, f1, f2 = nn.Linear(32, 96), nn.Linear(32, 32), nn.Linear(32, 64), nn.Linear(64, 32)
+  for m in (qkv, proj, f1, f2): _params_empty(m)
+  t = patch(x).flatten(2).transpose(1, 2)
+  t = cls.expand(2, 1, 32).cat(t, dim=1) + pos
+  h = ln1(t); q, k, v = qkv(h).reshape(2, 17, 3, 4, 8).permute(2, 0, 3, 1, 4)
+  a = q.scaled_dot_product_attention(k, v).transpose(1, 2).reshape(2, 17, 32)
+  t = t + proj(a)
+  t = t + f2(f1(ln2(t)).gelu())
+  return [t[:, 0].softmax(-1)]
+
+def int_ops():
+  """int32 arithmetic: floor division and modulo, bitwise and/or/xor, shifts (on uint32), abs,
+  sign, clip, where, int reduces, a cast to float."""
+  from tinygrad import Tensor, dtypes
+  a = Tensor.empty(8, 16, dtype=dtypes.int32) - 5
+  b = Tensor.empty(8, 16, dtype=dtypes.int32) + 1
+  r1 = (a // b) + (a % b) * 3
+  r2 = (a & 6) | (b ^ 3)
+  r3 = ((a.cast(dtypes.uint32) << 2) + (b.cast(dtypes.uint32) >> 1)).cast(dtypes.int32)
+  r4 = (a < b).where(a.abs(), b.sign()) + a.clip(-2, 3)
+  r5 = a.cast(dtypes.float32) / b.cast(dtypes.float32)
+  return [r1, r2, r3, r4, r5, a.sum(1), a.max(0)]
+
+def tensor_manips():
+  """Tensor plumbing: stack, split, repeat, roll, flip, reflect padding, gather, one_hot,
+  masked_fill, tril, einsum."""
+  from tinygrad import Tensor
+  a, b = Tensor.empty(4, 6), Tensor.empty(4, 6)
+  s = Tensor.stack(a, b, dim=1)
+  p, q = a.split([2, 4], dim=1)
+  r = a.repeat(2, 1).roll(3, 0).flip(1)
+  pr = a.reshape(1, 1, 4, 6).pad((1, 2, 2, 1), mode="reflect")
+  idx = (Tensor.empty(4, 3, dtype="int32")) % 6
+  g = a.gather(1, idx)
+  oh = idx.one_hot(6).sum(1)
+  m = a.masked_fill(b > 0.5, -1.0).tril(1)
+  e = Tensor.einsum("ij,kj->ik", a, b)
+  return [s, p * 2, q + 1, r, pr, g, oh, m, e]
+
+def dropout_train():
+  """Training-mode dropout after a linear layer, and rand/randn: tinygrad's threefry random
+  numbers computed in kernels."""
+  from tinygrad import Tensor, nn
+  Tensor.training = True
+  x = Tensor.empty(8, 32)
+  l = nn.Linear(32, 16); _params_empty(l)
+  return [l(x).relu().dropout(0.3), Tensor.rand(4, 5), Tensor.randn(3, 3)]
+
+def reductions():
+  """var, std, logsumexp, softmax, log_softmax, cumsum, prod, min, any, all, argmin."""
+  from tinygrad import Tensor
+  a = Tensor.empty(6, 10)
+  return [a.var(1), a.std(0), a.logsumexp(1), a.softmax(0), a.cumsum(0), a.prod(1), a.min(1), (a > 0.5).any(1), (a > 0.1).all(0), a.argmin(1), a.log_softmax(1)]
+
+def conv_variants():
+  """conv1d with stride and dilation, conv3d, a grouped conv with per-axis stride and padding,
+  conv_transpose2d with output_padding, strided max and avg pooling."""
+  from tinygrad import Tensor
+  x1 = Tensor.empty(2, 3, 20); w1 = Tensor.empty(4, 3, 5)
+  x3 = Tensor.empty(1, 2, 6, 6, 6); w3 = Tensor.empty(3, 2, 3, 3, 3)
+  x2 = Tensor.empty(1, 4, 9, 9); w2 = Tensor.empty(6, 2, 3, 3)
+  wt = Tensor.empty(4, 2, 3, 3)
+  return [x1.conv2d(w1, stride=2, padding=2, dilation=2), x3.conv2d(w3, padding=1), x2.conv2d(w2, groups=2, stride=(2, 1), padding=(1, 0)),
+          x2.conv_transpose2d(wt, stride=2, padding=1, output_padding=1), x2.max_pool2d((3, 3), stride=2, dilation=1), x2.avg_pool2d(3, stride=2, padding=1)]
+
+def int8_quant():
+  """Symmetric int8 quantization: absmax scale, round, clip, int8 casts, dequantized matmul, an
+  int32 sum."""
+  from tinygrad import Tensor, dtypes
+  x = Tensor.empty(16, 32)
+  w = Tensor.empty(32, 8)
+  s = x.abs().max() / 127
+  q = (x / s).round().clip(-127, 127).cast(dtypes.int8)
+  deq = q.cast(dtypes.float32) * s
+  return [deq @ w, q.cast(dtypes.int32).sum(0)]
+
 class _RandomEmpty:
   """While active, Tensor.empty returns a realized seeded random tensor (integers in [0, 10), for
   class labels and token ids alike; floats uniform in [0, 1)), so the graph carries every input's
@@ -341,7 +456,9 @@ MODELS = {"mnist_mlp_train": (mnist_mlp_train, False, "models"), "cnn_train": (c
           "sharded_matmul": (sharded_matmul, False, "models"), "mlp2_fwd": (mlp2_fwd, "inline", "models"),
           **{n: (globals()[n], "random", "zoo") for n in ("llama_block", "bert_layer", "mlp_sgd_momentum", "mlp_lamb", "mlp_adamw",
                                                           "convbn_train", "resnet_block_train", "groupnorm_convt", "lstm_unrolled",
-                                                          "embed_ce_argmax", "cumsum_sort")},
+                                                          "embed_ce_argmax", "cumsum_sort", "mobilenet_block", "unet_small", "vit_tiny",
+                                                          "int_ops", "tensor_manips", "dropout_train", "reductions", "conv_variants",
+                                                          "int8_quant")},
           # no data: tinygrad's CPU cannot run half_mixed (its clang rejects the half kernels) or
           # llama_kv_assign (a buffer view at a Variable's offset); the other two are large
           **{n: (globals()[n], False, "zoo") for n in ("llama_kv_assign", "sharded_train", "half_mixed", "big_reduce", "attention_causal")}}

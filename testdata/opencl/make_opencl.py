@@ -24,7 +24,8 @@ SOURCES = [
   ("testdata/numeric", "arange_onehot"), ("testdata/numeric", "reduce_frames"), ("testdata/numeric", "unrolled_update"),
   ("testdata/numeric", "backward_sums"), ("testdata/numeric", "transcendental_f32"),
   ("testdata/zoo", "mlp_sgd_momentum"), ("testdata/zoo", "bert_layer"), ("testdata/zoo", "resnet_block_train"),
-  ("testdata/zoo", "cumsum_sort"),
+  ("testdata/zoo", "cumsum_sort"), ("testdata/zoo", "vit_tiny"), ("testdata/zoo", "dropout_train"), ("testdata/zoo", "reductions"),
+  ("testdata/zoo", "int8_quant"),
 ]
 
 def main(argv):
