@@ -174,6 +174,14 @@ expect 0 "compile --opts" "$TGC" compile "$M" -t c -o "$tmp/co" --opts upcast:0:
 if grep -q "/\* opts: UPCAST:0:8 \*/" "$tmp"/co/r_*.c; then ok; else bad "compile --opts: the kernel lacks the given opt"; fi
 expect 2 "run --opts bad syntax" "$TGC" run "$M" -d cpu --opts UPCAST:0
 expect 2 "run --opts unknown op" "$TGC" run "$M" -d cpu --opts FROB:0:4
+# testdata/bugs: graphs tinygrad computes and tgc refuses (man tgc, BUGS): scheduled as tinygrad
+# does, then exit 3 saying why; one that runs is fixed and belongs in testdata/regress
+for f in testdata/bugs/*.graph.json; do
+  n=$(basename "$f" .graph.json)
+  expect 0 "bugs/$n: check" "$TGC" check "$f" --kernels "$(sed -n 's/.*"kernels": *\([0-9]*\).*/\1/p' "${f%.graph.json}.expect.json" | head -n 1)"
+  expect 3 "bugs/$n: run" "$TGC" run "$f" -d cpu -o "$tmp/bug_$n"
+  contains "$tmp/err" "(man tgc, BUGS)" "bugs/$n says it is a known bug"
+done
 # a GPU opt is known but the C target has no local memory: exit 3, saying so (as tinygrad's KernelOptError)
 expect 3 "run --opts LOCAL on cpu" "$TGC" run "$M" -d cpu -o "$tmp/rl" --opts LOCAL:0:4
 contains "$tmp/err" "target does not support local" "LOCAL on the C target says why"

@@ -1694,7 +1694,7 @@ static void check_ast(UList topo) {
 
 Program *lower_kernel_with(UOp *ast, KNames *names, const KOptCfg *cfg) { return lower_kernel_for(ast, names, cfg, cur_target); }
 
-Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTarget *tg) {
+static Program *lower_kernel_in(UOp *ast, KNames *names, const KOptCfg *cfg, const KTarget *tg) {
   if (ast->op != OP_SINK) tg_fail(TG_EINPUT, "kernel AST root is %s, not SINK", op_names[ast->op]);
   Arena *a = ga();
   LCtx c;
@@ -1880,6 +1880,23 @@ Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTa
   pg->base_name = base;
   pg->fname = lower_function_name(a, nm);
   return pg;
+}
+/* lower_kernel_in with uctx->lowering set (lib/symbolic keeps a kernel's casts of NaN or inf to an
+ * int, where tinygrad's vector lanes never meet them), cleared again however it ends */
+Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTarget *tg) {
+  const bool was = uctx->lowering;
+  Program *p = NULL;
+  TgTry t;
+  uctx->lowering = true;
+  if (TG_TRY(t)) {
+    p = lower_kernel_in(ast, names, cfg, tg);
+    tg_try_end(&t);
+  } else {
+    uctx->lowering = was;
+    tg_rethrow();
+  }
+  uctx->lowering = was;
+  return p;
 }
 
 const char *lower_kernel_name(UOp *ast) {

@@ -172,7 +172,18 @@ static UOp *rw_fold_alu(const Match *m, void *ctx) {
 }
 static UOp *rw_and_xy(const Match *m, void *ctx) { return u_and(M("x"), M("y")); }
 static UOp *rw_or_xy(const Match *m, void *ctx) { return u_or(M("x"), M("y")); }
-static UOp *rw_cast_const(const Match *m, void *ctx) { return u_const_like(M("root"), M("c")->arg); }
+/* CAST of a constant folds (as_const). A NaN or an infinity cast to an int has no value: tinygrad's
+ * int() raises, and so does tgc on the tensor graph. In a kernel tgc folds each upcast lane on its
+ * own, where tinygrad's expander folds vectors in another order, and can meet such a cast that
+ * tinygrad's kernel computes at run time (man tgc, BUGS): tgc refuses it, saying so */
+static UOp *rw_cast_const(const Match *m, void *ctx) {
+  UOp *root = M("root");
+  const Value *c = M("c")->arg;
+  if (uctx->lowering && c->kind == V_FLOAT && !isfinite(c->f) && dt_is_int(root->dtype))
+    tg_fail(TG_EINPUT, "a kernel folds to a float %s converted to an integer: tgc folds upcast lanes one by one, where tinygrad's "
+            "expander folds vectors and may compute this cast at run time (man tgc, BUGS)", isnan(c->f) ? "NaN" : "infinity");
+  return u_const_like(root, c);
+}
 static UOp *rw_cast_noop(const Match *m, void *ctx) { UOp *r = M("root"); return r->dtype == r->src[0]->dtype ? r->src[0] : NULL; }
 static UOp *rw_cast_cast(const Match *m, void *ctx) {
   UOp *x = M("x"), *a = M("a"), *b = M("b");
