@@ -295,8 +295,10 @@ static UOp *rw_swizzle_reduceop(const Match *m, void *ctx) {
 // apply view after reduceops
 static UOp *reduceop_view_right(const Match *m, void *ctx) {
   UOp *src = m_get(m, "src"), *v = m_get(m, "v"), *r = m_get(m, "r");
+  /* tinygrad asserts here: a kernel it refuses to compile (exit 3, as for a bad graph) */
   if (!st_contiguous(v->arg->st) || !py_eq(u_size(v), u_size(src)))
-    tg_fail(TG_EINTERNAL, "reduceop_view_right: can't compute new axis");
+    tg_fail(TG_EINPUT, "kernel AST: can't compute new axis for %s -> %s (tinygrad 0.11.0 raises AssertionError in reduceop_view_right)",
+            value_repr(ga(), v_of_sl(u_shape(src))), value_repr(ga(), v_of_sl(u_shape(r))));
   SList ss = u_shape(src), rs = u_shape(r);
   int n = ss.n < rs.n ? ss.n : rs.n, na = 0;
   int *ax = arena_alloc(ga(), sizeof(int) * (size_t)(n + 1));
@@ -312,7 +314,7 @@ static UOp *elementwise_view_right(const Match *m, void *ctx) {
     if (x->op != OP_VIEW || always_contiguous((Op)u_base(x)->op)) continue;
     if (!first) first = x;
     else if (!py_eq(u_size(u_base(x)), u_size(u_base(first))))
-      tg_fail(TG_EINTERNAL, "swizzle inputs must have the same size");
+      tg_fail(TG_EINPUT, "kernel AST: swizzle inputs must have the same size (tinygrad 0.11.0 raises AssertionError in elementwise_view_right)");
   }
   if (!first) return NULL;
   /* place view after applying the elementwise op */
