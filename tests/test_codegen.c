@@ -224,9 +224,9 @@ Test(codegen, reduce_collapse) {
     for (int i = 0; i < ps[k]->ninst; i++) { accs += ps[k]->inst[i].kind == LK_ACC; loops += ps[k]->inst[i].kind == LK_LOOP; }
     bool collapsed = k < 5;
     cr_expect_eq(accs == 0, collapsed, "kernel %d (%s): %d accumulators", k, ps[k]->name, accs);
-    /* only output loops are left: the embedding's 4, 8 and 16 (the name's merged 32 is two loops in
-     * tgc's C), the gather's 6 and 7, one for each arange */
-    if (collapsed) cr_expect_eq(loops, k == 0 ? 3 : k == 1 ? 2 : 1, "kernel %d (%s): %d loops", k, ps[k]->name, loops);
+    /* only output loops are left, one per merged axis as in tinygrad's kernels: the embedding's 32
+     * (merged from 4 and 8) and 16, the gather's 6 and 7, one for each arange */
+    if (collapsed) cr_expect_eq(loops, k <= 1 ? 2 : 1, "kernel %d (%s): %d loops", k, ps[k]->name, loops);
   }
   uop_ctx_free(c);
 }

@@ -170,8 +170,8 @@ int kopt_cpu_step(Arena *a, const KAxes *k, const KTarget *t, int lanes, int n, 
  * is two digits, the second one's the faster */
 typedef struct KDigits { int n; int opt[KOPT_MAX]; int64_t amt[KOPT_MAX]; } KDigits;
 /* apply opts: per F axis the upcast/unroll factor (1: none) into fac, and grp[f] the first F axis of
- * a group that runs as one merged loop (a split that does not fall on whole F axes; fac of that
- * first axis is the group's), else -1; dig (may be NULL) gets each F axis' splits; false with why
+ * a group that runs as one merged loop (a merged axis of several F axes, or a split that does not
+ * fall on whole F axes; fac of that first axis is the group's), else -1; dig (may be NULL) gets each F axis' splits; false with why
  * when an opt does not apply (tinygrad's KernelOptError) */
 bool kopt_factors(Arena *a, const KAxes *k, const KTarget *t, int n, const KOpt *v, int *fac, int *grp, KDigits *dig, char *why, size_t wn);
 /* the PADTOs of opts v (which apply): per F axis its padded size into fto (0: not padded); the

@@ -53,7 +53,7 @@ typedef struct LCtx {
   const int64_t *fto;    /* PADTO: per full-shape axis its padded size (0: not padded; NULL: none) */
   Map rmap;              /* key(REDUCE_AXIS, axis) -> its RANGE, shared by every index it is asked at */
   Map flatof;            /* idx_key of a VIEW's source index vector -> Flat: the flat offset it unravels */
-  Map midxof;            /* thread lowering: idx_key of an index vector over the F axes -> UOp*[kx->n],
+  Map midxof;            /* idx_key of an index vector over the F axes -> UOp*[kx->n],
                           * the merged axes' indices it was unravelled from (midx_put) */
   /* thread lowering (pc NULL: the loop lowering) */
   const KPieces *pc;     /* the kernel's axes after opts */
@@ -316,10 +316,11 @@ static void merged_unravel(LCtx *c, int m, UOp *idx, UOp **out) {
   unravel(&sl, idx, o);
   for (int i = 0; i < n; i++) out[k->kept[k->lo[m] + i]] = o[i];
 }
-/* thread lowering: the index vector vec over the F axes was unravelled from the merged axes'
- * indices v (v[m], one per merged axis). tinygrad reshapes every ShapeTracker of the kernel to the
- * merged shape and indexes it with those, so a contiguous run of axes costs one multiply where
- * raveling the unravelled indices leaves a division and a modulo per axis (index_st) */
+/* the index vector vec over the F axes was unravelled from the merged axes' indices v (v[m], one
+ * per merged axis: thread lowering's pieces, or the loop lowering's merged loops). tinygrad
+ * reshapes every ShapeTracker of the kernel to the merged shape and indexes it with those, so a
+ * contiguous run of axes costs one multiply where raveling the unravelled indices leaves a
+ * division and a modulo per axis (index_st) */
 static void midx_put(LCtx *c, int n, UOp *const *vec, UOp **v) {
   UOp *k = idx_key(n, vec);
   bool isnew;
@@ -356,9 +357,10 @@ static bool index_st_merged(LCtx *c, const ShapeTracker *st, UOp *const *idx, in
   st_to_indexed_uops(rs, mi, fi, valid);
   return true;
 }
-/* st_to_indexed_uops at index vector idx, or in thread lowering at its merged indices when it has them */
+/* st_to_indexed_uops at index vector idx, or at its merged indices when the lowering recorded them
+ * (thread lowering, and the loop lowering's merged loops) */
 static void st_index_at(LCtx *c, const ShapeTracker *st, UOp *const *idx, int n, UOp **fi, UOp **valid) {
-  if (!c->pc || !index_st_merged(c, st, idx, n, fi, valid)) st_to_indexed_uops(st, idx, fi, valid);
+  if (!c->fm || !index_st_merged(c, st, idx, n, fi, valid)) st_to_indexed_uops(st, idx, fi, valid);
 }
 /* PADTO: pv and also merged axis m's index below its old size, when m is padded */
 static UOp *merged_pad(LCtx *c, UOp *pv, int m, UOp *const *val) {
@@ -449,10 +451,6 @@ static void thread_setup(LCtx *c, const KTarget *tg) {
     tg_fail(TG_EINTERNAL, "thread lowering: launch dimensions over the target's limits");
   for (int i = 0; i < ng; i++) c->pvar[gi[i]] = go[i];
   for (int i = 0; i < nl; i++) c->pvar[li[i]] = lo[i];
-  int nf = c->kx->nf;
-  c->fm = arena_alloc(c->a, sizeof(int) * (size_t)(nf + 1));
-  for (int f = 0; f < nf; f++) c->fm[f] = -1;
-  for (int m = 0; m < c->kx->n; m++) for (int i = c->kx->lo[m]; i <= c->kx->hi[m]; i++) c->fm[c->kx->kept[i]] = m;
 }
 
 /* ---------------------------------------------------------------- lowering */
@@ -627,6 +625,8 @@ static void index_st(LCtx *c, const ShapeTracker *st, UOp *const *idx, int n, UO
   st_index_at(c, st, idx, n, fi, valid);
 }
 
+static void reduce_midx_put(LCtx *c, UOp *u, const SList *xs, UOp **ni, UOp *const *pmv, const int *gfa, const int *gl, int ngrp,
+                            const int *glead, UOp *const *gix);
 /* fill f's children (or f->done) for node at index vector ikey */
 static void lower_prepare(LCtx *c, Frame *f) {
   UOp *u = f->node, *const *idx = f->ikey->src, *pv = key_pv(f->ikey);
@@ -734,7 +734,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
     }
     int *gax = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1));
     Sint *gsz = arena_alloc(c->a, sizeof(Sint) * (size_t)(ax->n + 1));
-    int ngrp = 0, *gstart = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 2)), ng = 0;
+    int ngrp = 0, *gstart = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 2)), ng = 0, *glead = arena_alloc(c->a, sizeof(int) * (size_t)(ax->n + 1));
     int64_t *gS = arena_alloc(c->a, sizeof(int64_t) * (size_t)(ax->n + 1)), *gP = arena_alloc(c->a, sizeof(int64_t) * (size_t)(ax->n + 1));
     for (int k = 0; k < ax->n; k++) {
       int a = (int)ax->items[k]->i;
@@ -756,7 +756,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
         for (int q = 0; q < c->nfac; q++) if (c->grp[q] == fa) G *= c->fsz[q].c;
         if (S != G) tg_fail(TG_EINTERNAL, "lower: a reduce covers part of a merged axis");
         int64_t K = c->fac[fa], P = group_padded(c, fa, S);
-        gS[ngrp] = S; gP[ngrp] = P;
+        gS[ngrp] = S; gP[ngrp] = P; glead[ngrp] = fa;
         UOp *r = P / K == 1 ? NULL : reduce_range(c, u, a, fa, si(P / K));
         if (r) f->ranges[f->nr++] = r;
         ua[nu] = -1 - ngrp; ufa[nu] = fa; uk[nu] = K; ur[nu] = r; nu++; combos *= K;
@@ -793,6 +793,8 @@ static void lower_prepare(LCtx *c, Frame *f) {
     f->chn = arena_alloc(c->a, sizeof(UOp *) * (size_t)combos);
     f->chk = arena_alloc(c->a, sizeof(UOp *) * (size_t)combos);
     int64_t *jv = arena_alloc(c->a, sizeof(int64_t) * (size_t)(nu + 1));
+    UOp **pmv = c->kx && c->grp && n == c->kx->nf && xs->n == n ? midx_get(c, n, idx) : NULL;
+    UOp **gix = arena_alloc(c->a, sizeof(UOp *) * (size_t)(ngrp + 1));
     for (int64_t t = 0; t < combos; t++) {
       UOp **ni = arena_alloc(c->a, sizeof(UOp *) * (size_t)(xs->n + 1));
       memcpy(ni, base, sizeof(UOp *) * (size_t)xs->n);
@@ -804,6 +806,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
         UOp *ix = split_index(ur[i], uk[i], jv[i]);
         if (ua[i] >= 0) { ni[ua[i]] = ix; continue; }
         int gi = -1 - ua[i], g0 = gstart[gi], gn = gstart[gi + 1] - g0;
+        gix[gi] = ix;
         if (gP[gi] != gS[gi]) pvt = below(pvt, ix, gS[gi]);
         SList gs = {gn, gsz + g0};
         UOp **out = arena_alloc(c->a, sizeof(UOp *) * (size_t)(gn + 1));
@@ -811,6 +814,7 @@ static void lower_prepare(LCtx *c, Frame *f) {
         for (int k = 0; k < gn; k++) ni[gax[g0 + k]] = out[k];
       }
       for (int k = 0; k < ax->n; k++) if (gfa[k] >= 0) pvt = pad_cond(c, pvt, gfa[k], xs->v[ax->items[k]->i], ni[ax->items[k]->i]);
+      if (pmv) reduce_midx_put(c, u, xs, ni, pmv, gfa, gl, ngrp, glead, gix);
       f->chn[t] = u->src[0]; f->chk[t] = idx_keyp(c, xs->n, ni, pvt);
     }
     return;
@@ -914,7 +918,7 @@ static int64_t store_combos(LCtx *c, SList sh) {
 }
 /* a merged output group led by axis i: one RANGE over the group's product split by K, its index
  * unravelled over the group's axes (tinygrad's loop over a merged axis) */
-static void group_index(LCtx *c, SList sh, int i, int64_t j, UOp **g, UOp **ranges, int *nr, UOp **pv) {
+static UOp *group_index(LCtx *c, SList sh, int i, int64_t j, UOp **g, UOp **ranges, int *nr, UOp **pv) {
   int nm = 0, *mem = arena_alloc(c->a, sizeof(int) * (size_t)(sh.n + 1));
   int64_t S = 1;
   for (int f = i; f < sh.n && f < c->nfac; f++) if (c->grp[f] == i) { mem[nm++] = f; S *= sh.v[f].c; }
@@ -926,8 +930,52 @@ static void group_index(LCtx *c, SList sh, int i, int64_t j, UOp **g, UOp **rang
   for (int k = 0; k < nm; k++) sz[k] = sh.v[mem[k]];
   SList gs = {nm, sz};
   UOp **out = arena_alloc(c->a, sizeof(UOp *) * (size_t)(nm + 1));
-  unravel(&gs, split_index(r, K, j), out);
+  UOp *mi = split_index(r, K, j);
+  unravel(&gs, mi, out);
   for (int k = 0; k < nm; k++) g[mem[k]] = out[k];
+  return mi;
+}
+/* the loop lowering's merged indices (index_st_merged) of index vector g over the F axes of shape
+ * sh: a merged loop's index (gm at its first F axis), a lone F axis' own index, 0 where sh is 1
+ * (a reduced axis of the output). None when a merged axis is neither (its F axes loop apart) */
+static void loop_midx_put(LCtx *c, SList sh, UOp **g, UOp *const *gm) {
+  const KAxes *k = c->kx;
+  if (!k || !c->grp || sh.n != k->nf) return;
+  UOp **mv = arena_alloc(c->a, sizeof(UOp *) * (size_t)(k->n + 1));
+  for (int m = 0; m < k->n; m++) {
+    int lead = k->kept[k->lo[m]];
+    bool ones = true;
+    for (int i = k->lo[m]; i <= k->hi[m]; i++) ones &= si_is_int(sh.v[k->kept[i]]) && sh.v[k->kept[i]].c == 1;
+    if (ones) mv[m] = uop_const_int(dt_int, 0);
+    else if (k->lo[m] == k->hi[m]) mv[m] = g[lead];
+    else if (gm[lead]) mv[m] = gm[lead];
+    else return;
+  }
+  midx_put(c, sh.n, g, mv);
+}
+/* the loop lowering's merged indices of a reduce's source index vector ni: its parent's (pmv) with
+ * the reduced merged axes' own, a merged loop's (gix of the group whose first F axis is glead) or a
+ * lone F axis' index. None where the reduce's axes are not the F axes themselves (a shorter reduce) */
+static void reduce_midx_put(LCtx *c, UOp *u, const SList *xs, UOp **ni, UOp *const *pmv, const int *gfa, const int *gl, int ngrp,
+                            const int *glead, UOp *const *gix) {
+  const KAxes *k = c->kx;
+  const Value *ax = u->arg->items[1];
+  UOp **mv = arena_alloc(c->a, sizeof(UOp *) * (size_t)(k->n + 1));
+  memcpy(mv, pmv, sizeof(UOp *) * (size_t)k->n);
+  for (int q = 0; q < ax->n; q++) {
+    int a = (int)ax->items[q]->i;
+    if (gfa[q] < 0) continue;   /* size 1 */
+    if (gfa[q] != a || c->fm[a] < 0) return;
+    int m = c->fm[a];
+    if (gl[q] >= 0) {
+      int gi = 0;
+      while (gi < ngrp && glead[gi] != gl[q]) gi++;
+      if (gi == ngrp) return;
+      mv[m] = gix[gi];
+    } else if (k->lo[m] == k->hi[m]) mv[m] = ni[a];
+    else return;
+  }
+  midx_put(c, xs->n, ni, mv);
 }
 /* the INDEX a STORE s through view writes at index vector g, recorded as the kernel's output
  * (Kernel.sts[0]) */
@@ -954,10 +1002,12 @@ static UOp *lower_store(LCtx *c, UOp *s, int64_t t) {
   for (int i = sh.n - 1; i >= 0; i--) { int64_t K = store_factor(c, i, sh); j[i] = t % K; t /= K; }
   int nr = 0;
   UOp *pv = NULL;   /* padded output axes: their indices below the old ends */
+  UOp **gm = arena_alloc(c->a, sizeof(UOp *) * (size_t)(sh.n + 1));   /* a merged loop's index, at its first F axis */
   for (int i = 0; i < sh.n; i++) {
+    gm[i] = NULL;
     if (si_is_int(sh.v[i]) && sh.v[i].c == 1) { g[i] = uop_const_int(dt_int, 0); continue; }
     if (c->grp && i < c->nfac && c->grp[i] >= 0) {
-      if (c->grp[i] == i) group_index(c, sh, i, j[i], g, srcs + 2, &nr, &pv);
+      if (c->grp[i] == i) gm[i] = group_index(c, sh, i, j[i], g, srcs + 2, &nr, &pv);
       continue;
     }
     Sint full = padded(c, i, sh.v[i]);
@@ -968,6 +1018,7 @@ static UOp *lower_store(LCtx *c, UOp *s, int64_t t) {
     g[i] = split_index(r, K, j[i]);
   }
   for (int i = 0; i < sh.n; i++) pv = pad_cond(c, pv, i, sh.v[i], g[i]);
+  loop_midx_put(c, sh, g, gm);
   srcs[0] = store_index(c, s, view, g, pv);
   srcs[1] = lower_value(c, s->src[1], idx_keyp(c, sh.n, g, pv));
   return uop_new(OP_STORE, dt_void, 2 + nr, srcs, NULL, NULL);
@@ -1534,6 +1585,11 @@ static UOp *lower_pass(LCtx *c, Arena *a, UOp *ast, UList topo, const int *fac, 
   c->oshape = osh ? osh->v : NULL;
   for (int i = 0; i < c->nout; i++) add_axis(c, osh->v[i], false);
   for (int i = 0; i < maxd; i++) set_raxis(c, i, i < c->nout ? i : -1);
+  if (k) {   /* per F axis its merged axis (index_st_merged) */
+    c->fm = arena_alloc(c->a, sizeof(int) * (size_t)(k->nf + 1));
+    for (int f = 0; f < k->nf; f++) c->fm[f] = -1;
+    for (int m = 0; m < k->n; m++) for (int i = k->lo[m]; i <= k->hi[m]; i++) c->fm[k->kept[i]] = m;
+  }
   int64_t combos = 1;
   if (pc) {
     thread_setup(c, tg);

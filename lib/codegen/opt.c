@@ -603,8 +603,10 @@ bool kopt_factors(Arena *a, const KAxes *k, const KTarget *tg, int n, const KOpt
       }
       ok &= amt == 1;
     }
-    if ((ok || total == 1) && !(m.padto[mg] && k->hi[mg] > k->lo[mg])) continue;
-    /* not on whole loop axes: the group runs as one loop over the merged axis instead */
+    if ((ok || total == 1) && k->hi[mg] == k->lo[mg]) continue;
+    /* a merged axis of several F axes runs as one loop over the merged axis, as tinygrad's kernel
+     * does (its ShapeTrackers reshaped to the merged shape); so does one whose splits do not fall
+     * on whole F axes */
     int lead = k->kept[k->lo[mg]];
     for (int i = k->lo[mg]; i <= k->hi[mg]; i++) { int f = k->kept[i]; fac[f] = 1; grp[f] = lead; if (dig) dig[f].n = 0; }
     fac[lead] = (int)total;
