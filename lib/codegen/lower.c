@@ -1814,6 +1814,21 @@ static Program *lower_kernel_in(UOp *ast, KNames *names, const KOptCfg *cfg, con
     }
     else nopt = 0;   /* the heuristic's opts do not lower here: the kernel keeps its NOOPT loops */
   }
+  bool merged = false;
+  for (int m = 0; m < kx.n; m++) merged |= kx.hi[m] > kx.lo[m];
+  if (!nopt && merged && kx.n <= 64) {
+    /* no opts: each merged axis still runs as one loop, as in tinygrad's kernel without opts (its
+     * ShapeTrackers are merged before any opt); stores of different shapes keep the AST's loops */
+    char why[256];
+    fac = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
+    grp = arena_alloc(a, sizeof(int) * (size_t)(c.nf + 1));
+    dig = arena_alloc(a, sizeof(KDigits) * (size_t)(c.nf + 1));
+    LCtx c2;
+    int nst2;
+    UOp **stores2, *l2 = kopt_factors(a, &kx, tg, 0, NULL, fac, grp, dig, why, sizeof why)
+                         ? lower_opt_pass(&c2, a, ast, topo, fac, grp, dig, NULL, &kx, NULL, tg, &nst2, &stores2) : NULL;
+    if (l2) { c = c2; lsink = l2; nst = nst2; stores = stores2; }
+  }
   if (!nopt) ntg = 0;
   /* named after tinygrad's opts the kernel got (not tgc's CPU step: the same kernel keeps its name
    * under run -d cpu and compile -t c) */
