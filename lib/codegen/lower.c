@@ -1952,8 +1952,8 @@ static Program *lower_kernel_in(UOp *ast, KNames *names, const KOptCfg *cfg, con
   pg->fname = lower_function_name(a, nm);
   return pg;
 }
-/* lower_kernel_in with uctx->lowering set (lib/symbolic keeps a kernel's casts of NaN or inf to an
- * int, where tinygrad's vector lanes never meet them), cleared again however it ends */
+/* lower_kernel_in with uctx->lowering set (lib/symbolic then refuses a kernel's cast of NaN or inf
+ * to an int as its own lane-folding bug, not as tinygrad's ValueError), cleared however it ends */
 Program *lower_kernel_for(UOp *ast, KNames *names, const KOptCfg *cfg, const KTarget *tg) {
   const bool was = uctx->lowering;
   Program *p = NULL;

@@ -243,7 +243,7 @@ typedef struct UCtx {
   uint32_t rw_epoch;           /* lib/rewrite: the last graph rewrite's epoch (UOp.rw_epoch) */
   int rw_depth; uint32_t rw_open[32]; /* lib/rewrite: the epochs of the rewrites now running, outermost first */
   const char *sched_warning;   /* lib/schedule: the first place where tgc gives a result tinygrad 0.11.0 does not give (NULL: none) */
-  bool lowering;               /* lib/codegen: a kernel is being lowered (lib/symbolic's folds then keep a cast of NaN or inf to an int) */
+  bool lowering;               /* lib/codegen: a kernel is being lowered (lib/symbolic's folds then say a cast of NaN or inf to an int is tgc's lane-folding bug) */
 } UCtx;
 extern _Thread_local UCtx *uctx;                /* the current context */
 static inline UOp *uop_by_id(uint32_t id) { return uctx->byid[id]; } /* id < uctx->next_id; 0 gives NULL */
